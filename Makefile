@@ -1,0 +1,90 @@
+# Two commands for a newcomer: `make book` renders the book, `make test` runs everything CI runs.
+# Both create .venv on first use and install the pinned toolchain (requirements.txt) plus the package.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CHAPTERS ?=
+# Clear a forced matplotlib backend: it makes notebook figures vanish (CONTRIBUTING.md).
+export MPLBACKEND :=
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: book test execute html lint pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+
+help:
+	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
+	@echo "make test        the whole test suite, as CI runs it"
+	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
+	@echo "make assignments student and instructor notebooks into _build/assignments"
+	@echo "make benchmarks  speed and memory tables"
+	@echo "make pdf         the PDF edition (needs xelatex: apt-get install texlive-xetex texlive-latex-extra latexmk)"
+
+# --- setup: idempotent; reinstalls only when requirements.txt or pyproject.toml change -----------------
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' || \
+	  { echo "error: Python >= 3.10 is needed, found $$($(PYTHON) --version 2>&1); run 'make PYTHON=python3.11 ...'"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+# --- the book -----------------------------------------------------------------------------------------
+html: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
+
+book: html
+
+execute: $(STAMP)
+	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
+
+assignments: $(STAMP)
+	$(BIN)/python -m icl_book.assignments build --out _build/assignments
+
+benchmarks: $(STAMP)
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# --- the test suite (CI runs `make test` and nothing else) --------------------------------------------
+lint: $(STAMP)
+	$(BIN)/ruff check icl_book tests benchmarks
+	$(BIN)/ruff format --check icl_book tests benchmarks
+
+pairs: $(STAMP)
+	$(BIN)/python -m icl_book.notebooks check-pairs
+
+unit: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider tests
+
+nbval: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
+
+# Outputs must not depend on the number of threads: re-check with one.
+nbval-1thread: $(STAMP)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+	  $(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
+
+# Debian's chromium for the browser check; installed when missing and we are root (as in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser check ..."; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium is missing; the browser test will fail: run 'sudo apt-get install chromium'"; fi; }
+
+test: $(STAMP) browser
+	@echo "== 1/6 lint (ruff)";               $(MAKE) --no-print-directory lint
+	@echo "== 2/6 chapter pairs (.md/.ipynb)"; $(MAKE) --no-print-directory pairs
+	@echo "== 3/6 book build (-W -n)";         $(MAKE) --no-print-directory html
+	@echo "== 4/6 unit, build and browser tests"; $(MAKE) --no-print-directory unit
+	@echo "== 5/6 nbval (2 threads)";          $(MAKE) --no-print-directory nbval
+	@echo "== 6/6 nbval (1 thread)";           $(MAKE) --no-print-directory nbval-1thread
+	@echo "make test: all checks passed"
+
+pdf: $(STAMP)
+	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: apt-get install texlive-xetex texlive-latex-extra latexmk"; exit 1; }
+	$(BIN)/jupyter-book build . --builder pdflatex
+	@echo "PDF: $(CURDIR)/_build/latex/icl-book.pdf"
+
+clean:
+	rm -rf _build

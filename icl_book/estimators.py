@@ -1,0 +1,405 @@
+"""In-context predictors with one interface.
+
+Every predictor takes a batch of prompts ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)`` (plus its own
+hyper-parameters) and returns the predictions ``(B,)`` at the queries: what a transformer would output, computed
+by a classical algorithm. Closed-form risks of the one-step GD family live here too (``SCIENCE.md`` §2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import (
+    check_prompt_shapes,
+    finite_float,
+    nonnegative_float,
+    positive_int,
+    square_matrix,
+)
+
+__all__ = [
+    "ols_predict",
+    "ridge_predict",
+    "bayes_optimal_predict",
+    "one_step_gd_predict",
+    "one_step_gd_risk",
+    "best_one_step_eta",
+    "optimal_preconditioner",
+    "optimal_preconditioned_risk",
+    *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel", "n_polynomial_features"],
+    *["one_step_kernel_gd_predict", "kernel_ridge_predict", "best_linear_risk_quadratic"],
+    *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
+]
+
+
+def _solve_batched(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(gram, rhs[..., None])[..., 0]
+
+
+def ols_predict(xs, ys, x_query) -> np.ndarray:
+    """Least squares fitted on the context, evaluated at the query; shape ``(B,)``.
+
+    When the context is shorter than the dimension (``N < d``) the fit is the minimum-norm interpolant.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    w = np.linalg.pinv(xs) @ ys[..., None]  # (B, d, 1); pinv gives the minimum-norm solution when N < d
+    return np.einsum("bd,bd->b", x_query, w[..., 0])
+
+
+def ridge_predict(xs, ys, x_query, ridge: float) -> np.ndarray:
+    """Ridge regression ``ŵ = argmin Σ_i (y_i − wᵀx_i)² + ridge·‖w‖²`` evaluated at the query; ``(B,)``.
+
+    ``ridge`` must be ``> 0`` (use :func:`ols_predict` for ``ridge = 0``).
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    ridge = finite_float("ridge", ridge)
+    if ridge <= 0:
+        raise ValueError(f"ridge must be > 0 (use ols_predict for 0), got {ridge!r}")
+    d = xs.shape[2]
+    gram = np.einsum("bni,bnj->bij", xs, xs) + ridge * np.eye(d)
+    w = _solve_batched(gram, np.einsum("bni,bn->bi", xs, ys))
+    return np.einsum("bd,bd->b", x_query, w)
+
+
+def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 1.0) -> np.ndarray:
+    """Posterior-mean prediction for ``w ~ N(0, prior_var·I)`` and Gaussian noise of variance ``noise_var``.
+
+    It is ridge regression with ``ridge = noise_var / prior_var`` whatever the input distribution; at
+    ``noise_var = 0`` it is the minimum-norm interpolant. This is the smallest achievable risk on the textbook
+    task, so every other predictor is measured against it.
+    """
+    noise_var = nonnegative_float("noise_var", noise_var)
+    prior_var = finite_float("prior_var", prior_var)
+    if prior_var <= 0:
+        raise ValueError(f"prior_var must be > 0, got {prior_var!r}")
+    if noise_var == 0:
+        return ols_predict(xs, ys, x_query)
+    return ridge_predict(xs, ys, x_query, noise_var / prior_var)
+
+
+def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.ndarray:
+    """Prediction after one (preconditioned) GD step from ``w = 0``; shape ``(B,)``.
+
+    On the loss ``L(w) = (1/2N) Σ_i (wᵀx_i − y_i)²`` one step ``w₁ = −η Γ ∇L(0) = (η/N) Γ Σ_i y_i x_i`` gives
+    ``ŷ = x_qᵀ w₁ = x_qᵀ Γ (η/N) Σ_i y_i x_i``. ``preconditioner`` is ``Γ`` (``(d, d)``), identity when ``None``.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    eta = finite_float("eta", eta)
+    n, d = xs.shape[1], xs.shape[2]
+    g = np.einsum("bn,bnd->bd", ys, xs) / n
+    if preconditioner is not None:
+        g = g @ square_matrix("preconditioner", preconditioner, d).T
+    return eta * np.einsum("bd,bd->b", x_query, g)
+
+
+def _gd_moments(input_cov, context_len, noise_var):
+    cov = np.asarray(input_cov, dtype=np.float64)
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
+    cov = square_matrix("input_cov", cov, cov.shape[0])
+    n = positive_int("context_len", context_len)
+    s2 = nonnegative_float("noise_var", noise_var)
+    # S = E[g gᵀ] for g = (1/N) Σ y_i x_i, with w ~ N(0, I), x ~ N(0, Λ):
+    # (1 + 1/N) Λ² + ((tr Λ + σ²)/N) Λ.
+    second = (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
+    return cov, n, s2, second
+
+
+def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
+
+    For ``x ~ N(0, Λ)``, ``w ~ N(0, I)``, noise ``σ²``:
+    ``R(Γ) = tr Λ + σ² − 2 tr(Λ Γ Λ) + tr(Γ S Γᵀ Λ)`` with ``S = (1+1/N) Λ² + ((tr Λ+σ²)/N) Λ``.
+    """
+    cov, _, s2, second = _gd_moments(input_cov, context_len, noise_var)
+    gamma = square_matrix("preconditioner", preconditioner, cov.shape[0])
+    return float(
+        np.trace(cov) + s2 - 2 * np.trace(cov @ gamma @ cov) + np.trace(gamma @ second @ gamma.T @ cov)
+    )
+
+
+def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``."""
+    cov, _, _, second = _gd_moments(input_cov, context_len, noise_var)
+    return float(np.trace(cov @ cov) / np.trace(second @ cov))
+
+
+def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
+    """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
+
+    It minimises :func:`one_step_gd_risk` over all ``Γ`` (``SCIENCE.md`` §2).
+    """
+    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
+    d = cov.shape[0]
+    return np.linalg.inv((1 + 1 / n) * cov + ((np.trace(cov) + s2) / n) * np.eye(d))
+
+
+def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """``R* = tr Λ + σ² − tr(Λ Γ* Λ)``, the risk of the best one-step preconditioned GD predictor."""
+    cov, _, s2, _ = _gd_moments(input_cov, context_len, noise_var)
+    gamma = optimal_preconditioner(cov, context_len, noise_var)
+    return float(np.trace(cov) + s2 - np.trace(cov @ gamma @ cov))
+
+
+# --- glu: polynomial kernels, one-step kernel GD, kernel ridge, the linear bound (chapter 5) ---
+# A *kernel* is a callable k(X, X') taking X (..., n, d) and X' (..., m, d) and returning the Gram blocks
+# (..., n, m); leading (batch) dimensions broadcast.
+
+
+def _kernel_inputs(x, xp):
+    x = np.asarray(x, dtype=np.float64)
+    xp = np.asarray(xp, dtype=np.float64)
+    if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
+        raise ValueError(f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}")
+    return x, xp
+
+
+def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
+    """The polynomial kernel ``k(x, x') = (offset + scale · x·x')^degree`` as a batched callable.
+
+    Parameters
+    ----------
+    degree
+        Integer ``p >= 1``.
+    offset
+        ``c >= 0``; ``c = 0`` is the homogeneous kernel ``(x·x')^p``, ``c = 1`` the inhomogeneous ``(1 + x·x')^p``
+        (all monomials of degree ``<= p``).
+    scale
+        ``> 0``, multiplies the inner product.
+
+    Returns
+    -------
+    callable
+        ``k(X, X')`` with ``X (..., n, d)``, ``X' (..., m, d)`` -> ``(..., n, m)``.
+
+    Examples
+    --------
+    >>> k = polynomial_kernel(2, offset=1.0)
+    >>> float(k(np.ones((1, 2)), np.ones((1, 2)))[0, 0])
+    9.0
+    """
+    degree = positive_int("degree", degree)
+    offset = nonnegative_float("offset", offset)
+    scale = finite_float("scale", scale)
+    if scale <= 0:
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+
+    def kernel(x, xp):
+        x, xp = _kernel_inputs(x, xp)
+        return (offset + scale * (x @ np.swapaxes(xp, -1, -2))) ** degree
+
+    kernel.__doc__ = f"k(x, x') = ({offset:g} + {scale:g} x·x')^{degree}"
+    return kernel
+
+
+def glu_kernel(degree: int = 2):
+    """``k(x, x') = Σ_{m=1}^{degree} (x·x')^m``; ``degree = 2`` is the LSA+GLU block's ``x·x' + (x·x')²``.
+
+    Returns a batched callable ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)``.
+    """
+    degree = positive_int("degree", degree)
+
+    def kernel(x, xp):
+        x, xp = _kernel_inputs(x, xp)
+        g = x @ np.swapaxes(xp, -1, -2)
+        return sum(g**m for m in range(1, degree + 1))
+
+    kernel.__doc__ = f"k(x, x') = sum_(m=1..{degree}) (x·x')^m"
+    return kernel
+
+
+def hermite_quadratic_kernel(*, constant: bool = True):
+    """The kernel of the Hermite-orthonormal features of degree ``<= 2`` under ``x ~ N(0, I_d)``.
+
+    ``k(x, x') = 1 + x·x' + h(x)·h(x')`` with ``h = ((x_j² − 1)/√2, x_j x_k (j < k))``, i.e.
+    ``h(x)·h(x') = ½ (x·x')² − ½ ‖x‖² − ½ ‖x'‖² + d/2``; ``constant=False`` drops the ``1``.
+    The features ``[1; x; h(x)]`` have identity covariance, so one GD step with ``η = 1`` is unbiased.
+    Returns a batched callable ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)``.
+    """
+
+    def kernel(x, xp):
+        x, xp = _kernel_inputs(x, xp)
+        g = x @ np.swapaxes(xp, -1, -2)
+        n2 = np.sum(x**2, axis=-1)[..., :, None]
+        np2 = np.sum(xp**2, axis=-1)[..., None, :]
+        return float(constant) + g + 0.5 * g**2 - 0.5 * n2 - 0.5 * np2 + 0.5 * x.shape[-1]
+
+    return kernel
+
+
+def n_polynomial_features(dim: int, degree: int, *, constant: bool = False) -> int:
+    """Number of monomials of degree ``1..p`` in ``d`` variables: ``C(d+p, p) − 1`` (``+ 1`` with ``constant``).
+
+    This is the feature count a degree-``p`` polynomial kernel needs (``SCIENCE.md`` §5).
+    """
+    from math import comb
+
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    return comb(dim + degree, degree) - 1 + int(bool(constant))
+
+
+def _check_kernel(kernel):
+    if not callable(kernel):
+        raise TypeError(f"kernel must be a callable k(X, X') -> Gram matrix, got {type(kernel).__name__}")
+    return kernel
+
+
+def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarray:
+    """One GD step from ``f = 0`` on kernel regression: ``ŷ = (η/N) Σ_i y_i k(x_i, x_q)``; shape ``(B,)``.
+
+    It is one step on ``L(θ) = (1/2N) Σ_i (θᵀφ(x_i) − y_i)²`` in the feature space of ``k = φ·φ``.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
+    kernel
+        Batched callable ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)`` (e.g. :func:`glu_kernel`).
+    eta
+        Step size (finite).
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    kernel = _check_kernel(kernel)
+    eta = finite_float("eta", eta)
+    k = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
+    if k.shape != (*xs.shape[:2], 1):
+        raise ValueError(f"kernel returned shape {k.shape}, expected (B, N, 1) = {(*xs.shape[:2], 1)}")
+    return eta * np.einsum("bn,bn->b", ys, k[..., 0]) / xs.shape[1]
+
+
+def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
+    """Kernel ridge regression fitted on the context: ``ŷ = k(x_q, X) (K + ridge·I)^{-1} y``; ``(B,)``.
+
+    ``ridge`` must be ``> 0``. Cost ``O(B N³)``: keep ``N`` in the hundreds.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    kernel = _check_kernel(kernel)
+    ridge = finite_float("ridge", ridge)
+    if ridge <= 0:
+        raise ValueError(f"ridge must be > 0, got {ridge!r}")
+    n = xs.shape[1]
+    gram = np.asarray(kernel(xs, xs), dtype=np.float64)
+    kq = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
+    if gram.shape != (xs.shape[0], n, n) or kq.shape != (xs.shape[0], n, 1):
+        raise ValueError(f"kernel returned shapes {gram.shape}, {kq.shape}; expected (B, N, N), (B, N, 1)")
+    alpha = _solve_batched(gram + ridge * np.eye(n), ys)
+    return np.einsum("bn,bn->b", alpha, kq[..., 0])
+
+
+def best_linear_risk_quadratic(A, noise_var: float = 0.0):
+    """Risk of the best linear predictor ``uᵀx`` of ``y = xᵀAx + ε``, ``x ~ N(0, I_d)``: ``σ² + 2‖A‖_F² + (tr A)²``.
+
+    Every LSA's prediction is linear in ``x_q`` given the context, so this is a lower bound on its risk
+    (chapter 5). The best ``u`` is ``0``: ``E[y x] = 0`` (odd moments of a Gaussian vanish).
+
+    Parameters
+    ----------
+    A
+        Symmetric ``(d, d)`` matrix, or a batch ``(B, d, d)``.
+    noise_var
+        ``σ² >= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A float for one matrix, a ``(B,)`` array for a batch.
+    """
+    a = np.asarray(A, dtype=np.float64)
+    if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 1:
+        raise ValueError(f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("A must be finite")
+    if not np.allclose(a, np.swapaxes(a, -1, -2), rtol=1e-10, atol=1e-12):
+        raise ValueError("A must be symmetric (use (A + Aᵀ)/2: xᵀAx only sees the symmetric part)")
+    noise_var = nonnegative_float("noise_var", noise_var)
+    risk = noise_var + 2 * np.sum(a**2, axis=(-1, -2)) + np.trace(a, axis1=-2, axis2=-1) ** 2
+    return float(risk) if a.ndim == 2 else risk
+
+
+# --- depth: block-coordinate GD in a feature space, kernel least squares (chapter 6) ---
+# ``feature_blocks`` is a sequence of callables φ_b: x (..., d) -> (..., m_b), one per block of coordinates
+# (e.g. icl_book.features.FeatureBlock objects, or the ``feature_blocks`` of a deep construction). The full
+# feature map is their concatenation φ = [φ_1; …; φ_B], with kernel k(x, x') = Σ_b φ_b(x)·φ_b(x').
+
+
+def _evaluate_blocks(feature_blocks, xs, x_query):
+    blocks = [feature_blocks] if callable(feature_blocks) else list(feature_blocks)
+    if not blocks:
+        raise ValueError("feature_blocks must hold at least one block")
+    phis, qs = [], []
+    for i, block in enumerate(blocks):
+        if not callable(block):
+            raise TypeError(
+                f"feature_blocks[{i}] must be a callable x (..., d) -> (..., m), got {type(block).__name__}"
+            )
+        phi = np.asarray(block(xs), dtype=np.float64)
+        q = np.asarray(block(x_query), dtype=np.float64)
+        if phi.ndim != 3 or phi.shape[:2] != xs.shape[:2] or q.shape != (xs.shape[0], phi.shape[2]):
+            raise ValueError(
+                f"feature_blocks[{i}] must map (B, N, d) -> (B, N, m) and (B, d) -> (B, m), "
+                f"got {phi.shape} and {q.shape}"
+            )
+        phis.append(phi)
+        qs.append(q)
+    return phis, qs
+
+
+def block_coordinate_gd_predict(xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1) -> np.ndarray:
+    """Cyclic block-coordinate GD on the kernel regression loss, from ``θ = 0``; prediction ``(B,)``.
+
+    The loss is ``L(θ) = (1/2N) Σ_i (θᵀφ(x_i) − y_i)²`` with ``φ = [φ_1; …; φ_B]``. One *cycle* visits the
+    blocks in order ``b = 1, …, B`` and updates only block ``b``'s coordinates by a gradient step,
+    ``θ_b ← θ_b + (η/N) Σ_j r_j φ_b(x_j)``, where ``r_j = y_j − θᵀφ(x_j)`` are the current residuals. In
+    residual form (what the deep transformer's ``y`` slots carry, chapter 6):
+
+    ``r_i ← r_i − (η/N) Σ_j r_j φ_b(x_j)·φ_b(x_i)``,   ``ŷ ← ŷ + (η/N) Σ_j r_j φ_b(x_j)·φ_b(x_q)``.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
+    feature_blocks
+        Sequence of callables ``φ_b: (..., d) -> (..., m_b)`` (e.g. :class:`icl_book.features.FeatureBlock`);
+        a single callable is one block (then this is plain GD on the features).
+    eta
+        Step size ``η > 0``.
+    n_cycles
+        Number of passes over all blocks (``>= 1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B,)`` predictions ``θᵀφ(x_q)`` after ``n_cycles · B`` block updates.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    eta = finite_float("eta", eta)
+    if eta <= 0:
+        raise ValueError(f"eta must be > 0, got {eta!r}")
+    n_cycles = positive_int("n_cycles", n_cycles)
+    phis, qs = _evaluate_blocks(feature_blocks, xs, x_query)
+    n = xs.shape[1]
+    r = ys.copy()
+    pred = np.zeros(xs.shape[0])
+    for _ in range(n_cycles):
+        for phi, q in zip(phis, qs, strict=True):
+            step = (eta / n) * np.einsum("bn,bnm->bm", r, phi)  # θ_b's increment, (B, m_b)
+            r = r - np.einsum("bnm,bm->bn", phi, step)
+            pred = pred + np.einsum("bm,bm->b", q, step)
+    return pred
+
+
+def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
+    """Least squares in the feature space of ``feature_blocks``, evaluated at the query; shape ``(B,)``.
+
+    ``θ̂ = Φ⁺ y`` (minimum-norm when the ``N × F`` feature matrix ``Φ`` has rank ``< F``), ``ŷ = θ̂ᵀφ(x_q)``: the
+    ridgeless kernel regression prediction for ``k = Σ_b φ_b·φ_b``. When ``Φ`` has full column rank
+    (``N >= F`` generic points) it is the unique minimiser of the loss of :func:`block_coordinate_gd_predict`,
+    which is where block-coordinate GD converges for a small enough ``η``.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    phis, qs = _evaluate_blocks(feature_blocks, xs, x_query)
+    phi = np.concatenate(phis, axis=2)
+    q = np.concatenate(qs, axis=1)
+    theta = np.linalg.pinv(phi) @ ys[..., None]
+    return np.einsum("bm,bm->b", q, theta[..., 0])

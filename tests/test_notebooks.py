@@ -1,0 +1,117 @@
+"""The chapter pipeline: .md/.ipynb pairs, stable execution, the Colab cell, and checks that can fail."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+from icl_book import notebooks
+
+from .conftest import ROOT, VENV_BIN
+
+PROLOGUE = ROOT / "chapters" / "00_prologue.md"
+
+
+def repository_url() -> str:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return config["repository"]["url"]
+
+
+def test_every_chapter_pair_is_in_step():
+    assert notebooks.chapter_sources(), "no chapters found"
+    assert notebooks.pair_problems() == []
+
+
+def _copy_chapter_tree(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    for suffix in (".md", ".ipynb"):
+        shutil.copy(PROLOGUE.with_suffix(suffix), tmp_path / "chapters" / f"00_prologue{suffix}")
+    return tmp_path / "chapters" / "00_prologue.md"
+
+
+def test_pair_check_detects_a_stale_notebook(tmp_path):
+    md = _copy_chapter_tree(tmp_path)
+    assert notebooks.pair_problems(tmp_path) == []
+    md.write_text(md.read_text().replace("## Three learners", "## Three in-context learners"))
+    problems = notebooks.pair_problems(tmp_path)
+    assert len(problems) == 1 and "stale" in problems[0] and "make execute" in problems[0]
+
+
+def test_pair_check_detects_a_missing_or_unexecuted_notebook(tmp_path):
+    md = _copy_chapter_tree(tmp_path)
+    nb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    nb.cells[2].execution_count = None
+    nbformat.write(nb, md.with_suffix(".ipynb"))
+    assert "unexecuted" in notebooks.pair_problems(tmp_path)[0]
+    md.with_suffix(".ipynb").unlink()
+    assert "missing" in notebooks.pair_problems(tmp_path)[0]
+
+
+@pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)
+def test_colab_install_cell_uses_the_configured_repository(md):
+    first_code = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
+    assert "remove-cell" in first_code.metadata.get("tags", [])
+    assert 'if "google.colab" in sys.modules:' in first_code.source
+    urls = re.findall(r"git\+(\S+?)@main", first_code.source)
+    assert urls == [repository_url()], f"{md.name}: the install cell must use _config.yml's repository.url"
+
+
+@pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)
+def test_chapter_has_overview_summary_and_exercises(md):
+    text = md.read_text()
+    assert "**Overview.**" in text
+    assert "## Summary" in text
+    assert "## Exercises" in text
+    labels = re.findall(r"```\{exercise\}\n:label: ([a-z]+-ex\d+)", text)
+    assert len(labels) >= 3, f"{md.name} has {len(labels)} exercises"
+
+
+def test_execution_is_reproducible_byte_for_byte(tmp_path):
+    """Re-executing an unchanged chapter rewrites an identical file (no timings, ids or other noise)."""
+    md = _copy_chapter_tree(tmp_path)
+    committed = md.with_suffix(".ipynb").read_text()
+    notebooks.execute_chapter(md)
+    assert md.with_suffix(".ipynb").read_text() == committed
+
+
+def test_nbval_fails_when_an_output_changes(tmp_path):
+    md = _copy_chapter_tree(tmp_path)
+    nb_path = md.with_suffix(".ipynb")
+    nb = json.loads(nb_path.read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and c.get("outputs"))
+    stream = next(o for o in cell["outputs"] if o["output_type"] == "stream")
+    stream["text"] = ["a different output\n"]
+    nb_path.write_text(json.dumps(nb))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-sanitize-with",
+         str(ROOT / "nbval_sanitize.cfg"), str(nb_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode != 0, result.stdout[-2000:]
+    assert "a different output" in result.stdout
+
+
+def test_make_refuses_an_old_python(tmp_path):
+    fake = tmp_path / "python2"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.8.10"; exit 0; fi\nexit 1\n')
+    fake.chmod(0o755)
+    result = subprocess.run(
+        ["make", "-B", "--no-print-directory", f"PYTHON={fake}", f"VENV={tmp_path / 'venv'}",
+         f"{tmp_path / 'venv'}/.installed"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode != 0
+    assert "Python >= 3.10 is needed, found Python 3.8.10" in result.stdout
+
+
+def test_venv_bin_is_the_running_interpreter():
+    # The suite must run inside the project's virtual environment (make test does this).
+    assert (VENV_BIN / "jupyter-book").exists()
