@@ -10,7 +10,11 @@ import numpy as np
 def positive_int(name: str, value, minimum: int = 1) -> int:
     """Return ``value`` as an ``int`` if it is an integer ``>= minimum``; raise otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and not isinstance(value, bool):
+        if (
+            isinstance(value, numbers.Real)
+            and float(value).is_integer()
+            and not isinstance(value, bool)
+        ):
             value = int(value)
         else:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -65,7 +69,9 @@ def check_prompt_shapes(xs, ys, x_query) -> tuple[np.ndarray, np.ndarray, np.nda
     x_query = as_array("x_query", x_query, 2)
     b, n, d = xs.shape
     if ys.shape != (b, n):
-        raise ValueError(f"ys must have shape (B, N) = {(b, n)} to match xs {xs.shape}, got {ys.shape}")
+        raise ValueError(
+            f"ys must have shape (B, N) = {(b, n)} to match xs {xs.shape}, got {ys.shape}"
+        )
     if x_query.shape != (b, d):
         raise ValueError(
             f"x_query must have shape (B, d) = {(b, d)} to match xs {xs.shape}, got {x_query.shape}"

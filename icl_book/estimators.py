@@ -42,7 +42,9 @@ def ols_predict(xs, ys, x_query) -> np.ndarray:
     When the context is shorter than the dimension (``N < d``) the fit is the minimum-norm interpolant.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    w = np.linalg.pinv(xs) @ ys[..., None]  # (B, d, 1); pinv gives the minimum-norm solution when N < d
+    w = (
+        np.linalg.pinv(xs) @ ys[..., None]
+    )  # (B, d, 1); pinv gives the minimum-norm solution when N < d
     return np.einsum("bd,bd->b", x_query, w[..., 0])
 
 
@@ -114,7 +116,10 @@ def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: flo
     cov, _, s2, second = _gd_moments(input_cov, context_len, noise_var)
     gamma = square_matrix("preconditioner", preconditioner, cov.shape[0])
     return float(
-        np.trace(cov) + s2 - 2 * np.trace(cov @ gamma @ cov) + np.trace(gamma @ second @ gamma.T @ cov)
+        np.trace(cov)
+        + s2
+        - 2 * np.trace(cov @ gamma @ cov)
+        + np.trace(gamma @ second @ gamma.T @ cov)
     )
 
 
@@ -150,7 +155,9 @@ def _kernel_inputs(x, xp):
     x = np.asarray(x, dtype=np.float64)
     xp = np.asarray(xp, dtype=np.float64)
     if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
-        raise ValueError(f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}")
+        raise ValueError(
+            f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}"
+        )
     return x, xp
 
 
@@ -241,7 +248,9 @@ def n_polynomial_features(dim: int, degree: int, *, constant: bool = False) -> i
 
 def _check_kernel(kernel):
     if not callable(kernel):
-        raise TypeError(f"kernel must be a callable k(X, X') -> Gram matrix, got {type(kernel).__name__}")
+        raise TypeError(
+            f"kernel must be a callable k(X, X') -> Gram matrix, got {type(kernel).__name__}"
+        )
     return kernel
 
 
@@ -264,7 +273,9 @@ def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarra
     eta = finite_float("eta", eta)
     k = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
     if k.shape != (*xs.shape[:2], 1):
-        raise ValueError(f"kernel returned shape {k.shape}, expected (B, N, 1) = {(*xs.shape[:2], 1)}")
+        raise ValueError(
+            f"kernel returned shape {k.shape}, expected (B, N, 1) = {(*xs.shape[:2], 1)}"
+        )
     return eta * np.einsum("bn,bn->b", ys, k[..., 0]) / xs.shape[1]
 
 
@@ -282,7 +293,9 @@ def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     gram = np.asarray(kernel(xs, xs), dtype=np.float64)
     kq = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
     if gram.shape != (xs.shape[0], n, n) or kq.shape != (xs.shape[0], n, 1):
-        raise ValueError(f"kernel returned shapes {gram.shape}, {kq.shape}; expected (B, N, N), (B, N, 1)")
+        raise ValueError(
+            f"kernel returned shapes {gram.shape}, {kq.shape}; expected (B, N, N), (B, N, 1)"
+        )
     alpha = _solve_batched(gram + ridge * np.eye(n), ys)
     return np.einsum("bn,bn->b", alpha, kq[..., 0])
 
@@ -307,7 +320,9 @@ def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     """
     a = np.asarray(A, dtype=np.float64)
     if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 1:
-        raise ValueError(f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}")
+        raise ValueError(
+            f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}"
+        )
     if not np.all(np.isfinite(a)):
         raise ValueError("A must be finite")
     if not np.allclose(a, np.swapaxes(a, -1, -2), rtol=1e-10, atol=1e-12):
@@ -345,7 +360,9 @@ def _evaluate_blocks(feature_blocks, xs, x_query):
     return phis, qs
 
 
-def block_coordinate_gd_predict(xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1) -> np.ndarray:
+def block_coordinate_gd_predict(
+    xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1
+) -> np.ndarray:
     """Cyclic block-coordinate GD on the kernel regression loss, from ``θ = 0``; prediction ``(B,)``.
 
     The loss is ``L(θ) = (1/2N) Σ_i (θᵀφ(x_i) − y_i)²`` with ``φ = [φ_1; …; φ_B]``. One *cycle* visits the

@@ -88,10 +88,14 @@ def pair_problems(root: Path = ROOT) -> list[str]:
             )
             continue
         unexecuted = [
-            i for i, c in enumerate(ipynb.cells) if c.cell_type == "code" and c.get("execution_count") is None
+            i
+            for i, c in enumerate(ipynb.cells)
+            if c.cell_type == "code" and c.get("execution_count") is None
         ]
         if unexecuted:
-            problems.append(f"{nb_path.name} has unexecuted cells {unexecuted[:5]}: run `make execute`")
+            problems.append(
+                f"{nb_path.name} has unexecuted cells {unexecuted[:5]}: run `make execute`"
+            )
     return problems
 
 

@@ -14,7 +14,10 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for js in scripts:
         # The same script registered twice may come as filename None or "": compare file and attributes.
-        key = (str(getattr(js, "filename", js) or ""), repr(sorted(getattr(js, "attributes", {}).items())))
+        key = (
+            str(getattr(js, "filename", js) or ""),
+            repr(sorted(getattr(js, "attributes", {}).items())),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(js)
@@ -22,5 +25,7 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
-    app.connect("html-page-context", _dedupe_scripts, priority=1)  # first: a later handler may return a value and stop the event
+    app.connect(
+        "html-page-context", _dedupe_scripts, priority=1
+    )  # first: a later handler may return a value and stop the event
     return {"parallel_read_safe": True, "parallel_write_safe": True}

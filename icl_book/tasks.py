@@ -101,10 +101,14 @@ def sample_linear_prompts(
     else:
         pool = np.asarray(task_pool, dtype=np.float64)
         if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
-            raise ValueError(f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}")
+            raise ValueError(
+                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
+            )
         tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
     x = _gaussian_inputs(rng, (batch, context_len + 1), dim, input_cov)
-    y = np.einsum("bnd,bd->bn", x, tasks) + np.sqrt(noise_var) * rng.standard_normal((batch, context_len + 1))
+    y = np.einsum("bnd,bd->bn", x, tasks) + np.sqrt(noise_var) * rng.standard_normal(
+        (batch, context_len + 1)
+    )
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
 
@@ -157,13 +161,17 @@ def sample_single_index_prompts(
     else:
         pool = np.asarray(task_pool, dtype=np.float64)
         if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
-            raise ValueError(f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}")
+            raise ValueError(
+                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
+            )
         tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
     x = rng.standard_normal((batch, context_len + 1, dim)) / np.sqrt(dim)
     z = np.einsum("bnd,bd->bn", x, tasks)
     clean = z if link is None else np.asarray(link(z), dtype=np.float64)
     if clean.shape != z.shape:
-        raise ValueError(f"link must be vectorised (map an array to an array of the same shape), got {clean.shape}")
+        raise ValueError(
+            f"link must be vectorised (map an array to an array of the same shape), got {clean.shape}"
+        )
     y = clean + np.sqrt(noise_var) * rng.standard_normal(z.shape)
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
@@ -224,7 +232,9 @@ def sample_quadratic_prompts(
     else:
         pool = np.asarray(task_pool, dtype=np.float64)
         if pool.ndim != 3 or pool.shape[1:] != (dim, dim) or pool.shape[0] < 1:
-            raise ValueError(f"task_pool must have shape (K, d, d) = (K, {dim}, {dim}), got {pool.shape}")
+            raise ValueError(
+                f"task_pool must have shape (K, d, d) = (K, {dim}, {dim}), got {pool.shape}"
+            )
         if not np.allclose(pool, np.swapaxes(pool, 1, 2)):
             raise ValueError("task_pool matrices must be symmetric")
         tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
@@ -287,7 +297,9 @@ def sample_polynomial_prompts(
     else:
         pool = np.asarray(task_pool, dtype=np.float64)
         if pool.ndim != 2 or pool.shape[1] != n_feat or pool.shape[0] < 1:
-            raise ValueError(f"task_pool must have shape (K, F) = (K, {n_feat}) with K >= 1, got {pool.shape}")
+            raise ValueError(
+                f"task_pool must have shape (K, F) = (K, {n_feat}) with K >= 1, got {pool.shape}"
+            )
         tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
     x = rng.standard_normal((batch, context_len + 1, dim))
     y = np.einsum("bnf,bf->bn", feature_map(x, degree), tasks)

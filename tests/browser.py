@@ -124,17 +124,30 @@ def inspect_page(base_url: str, page: str, timeout: float = 90) -> dict:
     chromium = find_chromium()
     with tempfile.TemporaryDirectory() as profile:
         result = subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=15000",
-             "--window-size=1280,2000", "--dump-dom", f"{base_url}/__harness__.html?page=/{page}"],
-            capture_output=True, text=True, timeout=timeout,
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=15000",
+                "--window-size=1280,2000",
+                "--dump-dom",
+                f"{base_url}/__harness__.html?page=/{page}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     match = re.search(r"VERDICT (\{.*?\})</pre>", result.stdout, re.S)
     if not match:
-        raise AssertionError(f"the harness gave no verdict for {page}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}")
+        raise AssertionError(
+            f"the harness gave no verdict for {page}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}"
+        )
     verdict = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     # Console messages of level error, e.g. `Uncaught ...` or `Failed to load resource: ... 404`.
     verdict["console_errors"] = [
-        line for line in result.stderr.splitlines()
-        if ":CONSOLE" in line and ("Uncaught" in line or "Failed to load" in line or "ERROR:CONSOLE" in line)
+        line
+        for line in result.stderr.splitlines()
+        if ":CONSOLE" in line
+        and ("Uncaught" in line or "Failed to load" in line or "ERROR:CONSOLE" in line)
     ]
     return verdict

@@ -33,7 +33,9 @@ def server():
 def colab_url(page: str) -> str:
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     path = repo["url"].removeprefix("https://github.com/")
-    return f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/{page[:-5]}.ipynb"
+    return (
+        f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/{page[:-5]}.ipynb"
+    )
 
 
 @pytest.mark.browser
@@ -44,7 +46,9 @@ def test_page_renders_math_images_and_no_console_errors(server, page):
     assert verdict["typeset"] > 0, "no typeset math on the page"
     assert verdict["raw_tex"] == [], f"raw TeX left on the page: {verdict['raw_tex']}"
     assert verdict["broken_images"] == [], f"images that did not load: {verdict['broken_images']}"
-    assert verdict["images_without_alt"] == [], f"images without alt text: {verdict['images_without_alt']}"
+    assert verdict["images_without_alt"] == [], (
+        f"images without alt text: {verdict['images_without_alt']}"
+    )
     assert verdict["console_errors"] == []
     if re.match(r"chapters/\d\d_", page):
         assert verdict["images"] >= 1
@@ -66,7 +70,10 @@ def _broken_copy(tmp_path, edit):
 @pytest.mark.browser
 def test_the_check_fails_when_math_is_not_typeset(tmp_path):
     find_chromium()
-    site = _broken_copy(tmp_path, lambda h: re.sub(r'<script defer="defer" src="[^"]*mathjax[^"]*"></script>', "", h))
+    site = _broken_copy(
+        tmp_path,
+        lambda h: re.sub(r'<script defer="defer" src="[^"]*mathjax[^"]*"></script>', "", h),
+    )
     with serve(site) as url:
         verdict = inspect_page(url, "chapters/broken.html")
     assert verdict["typeset"] == 0

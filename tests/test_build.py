@@ -16,8 +16,9 @@ def test_a_warning_fails_the_build(tmp_path):
     (tmp_path / "index.md").write_text("# Index\n\nSee {doc}`a-page-that-does-not-exist`.\n")
     result = subprocess.run(
         [str(VENV_BIN / "jupyter-book"), "build", str(tmp_path), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode != 0
     assert "unknown document" in result.stdout + result.stderr
-

@@ -61,7 +61,9 @@ def test_colab_install_cell_uses_the_configured_repository(md):
     assert "remove-cell" in first_code.metadata.get("tags", [])
     assert 'if "google.colab" in sys.modules:' in first_code.source
     urls = re.findall(r"git\+(\S+?)@main", first_code.source)
-    assert urls == [repository_url()], f"{md.name}: the install cell must use _config.yml's repository.url"
+    assert urls == [repository_url()], (
+        f"{md.name}: the install cell must use _config.yml's repository.url"
+    )
 
 
 @pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)
@@ -91,9 +93,21 @@ def test_nbval_fails_when_an_output_changes(tmp_path):
     stream["text"] = ["a different output\n"]
     nb_path.write_text(json.dumps(nb))
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-sanitize-with",
-         str(ROOT / "nbval_sanitize.cfg"), str(nb_path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            "--nbval-sanitize-with",
+            str(ROOT / "nbval_sanitize.cfg"),
+            str(nb_path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode != 0, result.stdout[-2000:]
     assert "a different output" in result.stdout
@@ -101,12 +115,23 @@ def test_nbval_fails_when_an_output_changes(tmp_path):
 
 def test_make_refuses_an_old_python(tmp_path):
     fake = tmp_path / "python2"
-    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.8.10"; exit 0; fi\nexit 1\n')
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.8.10"; exit 0; fi\nexit 1\n'
+    )
     fake.chmod(0o755)
     result = subprocess.run(
-        ["make", "-B", "--no-print-directory", f"PYTHON={fake}", f"VENV={tmp_path / 'venv'}",
-         f"{tmp_path / 'venv'}/.installed"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [
+            "make",
+            "-B",
+            "--no-print-directory",
+            f"PYTHON={fake}",
+            f"VENV={tmp_path / 'venv'}",
+            f"{tmp_path / 'venv'}/.installed",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0
     assert "Python >= 3.10 is needed, found Python 3.8.10" in result.stdout
