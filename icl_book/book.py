@@ -12,12 +12,12 @@ def in_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def glue(name: str, value, fmt: str | None = None) -> str:
-    """Store ``value`` under ``name`` for ``{glue:}`` references in the rendered book; return the text.
+def glue(name: str, value, fmt: str | None = None) -> None:
+    """Store ``value`` under ``name`` for ``{glue:}`` references in the rendered book.
 
     ``fmt`` (e.g. ``".3f"``) fixes the printed precision, so the text is identical from run to run and
     with 1 or 2 threads. Outside the book toolchain (e.g. on Colab, where ``myst_nb`` is absent) nothing is
-    stored and the text is only returned.
+    stored. Nothing is returned, so a ``glue`` call at the end of a cell adds no output.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -25,10 +25,10 @@ def glue(name: str, value, fmt: str | None = None) -> str:
     try:
         from myst_nb import glue as _myst_glue
     except ImportError:  # Colab and plain installs: no book to glue into.
-        return text
+        return None
     # Glue the formatted *text* so that the page shows exactly the precision the notebook printed.
     _myst_glue(name, _GluedText(text), display=False)
-    return text
+    return None
 
 
 class _GluedText(str):
