@@ -38,6 +38,7 @@ book: html
 
 execute: $(STAMP)
 	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
+	$(BIN)/python -m icl_book.notebooks figure-index
 
 assignments: $(STAMP)
 	$(BIN)/python -m icl_book.assignments build --out _build/assignments

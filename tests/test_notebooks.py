@@ -140,3 +140,11 @@ def test_make_refuses_an_old_python(tmp_path):
 def test_venv_bin_is_the_running_interpreter():
     # The suite must run inside the project's virtual environment (make test does this).
     assert (VENV_BIN / "jupyter-book").exists()
+
+
+def test_figure_index_page_is_up_to_date():
+    page = ROOT / "chapters" / "figures.md"
+    assert page.exists(), "run `python -m icl_book.notebooks figure-index` (make execute does it)"
+    assert page.read_text() == notebooks.figure_index_markdown(), (
+        "chapters/figures.md is stale: run `make execute` (or python -m icl_book.notebooks figure-index)"
+    )
