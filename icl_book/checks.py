@@ -17,6 +17,14 @@ import numpy as np
 
 __all__ = ["CheckFailed", "Passed", "passed", "call_answer", "require_close"]
 __all__ += ["check_hermite_ex1", "check_hermite_ex3"]  # hermite
+__all__ += ["check_lsa_ex1", "check_lsa_ex2", "check_lsa_ex4"]  # lsa
+__all__ += ["check_nonlinear_ex1", "check_nonlinear_ex3"]  # nonlinear
+__all__ += ["check_glu_ex1", "check_glu_ex2", "check_glu_ex4"]  # glu
+__all__ += [
+    "check_asymptotics_ex1",
+    "check_asymptotics_ex3",
+    "check_asymptotics_ex4",
+]  # asymptotics
 
 
 class CheckFailed(AssertionError):
@@ -168,5 +176,366 @@ def check_hermite_ex3(erf_effective_noise) -> Passed:
                     "hermite_coefficients(erf_link(a), 1) and E f² against "
                     "second_moment(erf_link(a))."
                 ),
+            )
+    return passed(label)
+
+
+# --- nonlinear: checks of chapters/04_nonlinearity_noise.md ---
+
+
+def check_nonlinear_ex1(equivalent_from_coefficients) -> Passed:
+    """``equivalent_from_coefficients(mu (K+1,), rho) -> (mu1, rho_eff)`` for ``f = Σ_k (μ_k/k!) He_k``."""
+    import math
+
+    label = "nonlinear-ex1"
+    rng = np.random.default_rng(4242)
+    cases = [
+        (np.array([0.0, 1.0]), 0.0),
+        (np.array([0.3, 0.8, 0.0, 0.0]), 0.1),
+        (np.array([0.0, 0.6, 0.5, -0.4, 1.2]), 0.05),
+        (np.array([0.0, 0.0, 2.0]), 0.2),  # He_2
+    ] + [(rng.normal(size=k + 1), float(rng.uniform(0, 1))) for k in (3, 6)]
+    for mu, rho in cases:
+        got = call_answer(label, equivalent_from_coefficients, mu.copy(), rho)
+        if not isinstance(got, tuple | list) or len(got) != 2:
+            raise CheckFailed(f"{label}: return a pair (mu1, rho_eff), got {type(got).__name__}")
+        weights = np.array([1.0 / math.factorial(k) for k in range(mu.size)])
+        expected_rho_eff = rho + float(np.sum(weights * mu**2)) - mu[1] ** 2
+        require_close(
+            label,
+            got[0],
+            mu[1],
+            rtol=1e-10,
+            atol=1e-12,
+            hint="μ_1 is the coefficient of He_1 in f = Σ (μ_k/k!) He_k.",
+        )
+        require_close(
+            label,
+            got[1],
+            expected_rho_eff,
+            rtol=1e-10,
+            atol=1e-12,
+            hint=(
+                "ρ_eff = ρ + E f² − μ_1²; get E f² from the coefficients by Parseval, remembering that "
+                "E He_k(Z)² = k! (and that a model without bias cannot predict the constant part)."
+            ),
+        )
+    return passed(label)
+
+
+def check_nonlinear_ex3(design_teacher) -> Passed:
+    """``design_teacher(mu1, rho_eff, rho) -> f`` with ``equivalent_linear_task(f, rho) == (mu1, rho_eff)``."""
+    from .theory import equivalent_linear_task
+
+    label = "nonlinear-ex3"
+    targets = [
+        (0.5, 0.4, 0.1),
+        (-1.0, 0.1, 0.1),
+        (0.0, 1.5, 0.0),
+        (0.8, 0.3, 0.05),
+        (2.0, 1.0, 0.0),
+    ]
+    for mu1, rho_eff, rho in targets:
+        f = call_answer(label, design_teacher, mu1, rho_eff, rho)
+        if not callable(f):
+            raise CheckFailed(
+                f"{label}: design_teacher must return a function f(z), got {type(f).__name__}"
+            )
+        try:
+            got = equivalent_linear_task(f, rho)
+        except NotImplementedError:
+            raise CheckFailed(
+                f"{label}: not implemented yet (replace the NotImplementedError stub)"
+            ) from None
+        except Exception as exc:  # the student's f crashed or has no finite second moment
+            raise CheckFailed(
+                f"{label}: equivalent_linear_task(f) raised {type(exc).__name__}: {exc}. "
+                "f must be vectorised (take and return NumPy arrays) with E f(Z)² < ∞."
+            ) from None
+        require_close(
+            label,
+            got[0],
+            mu1,
+            rtol=1e-7,
+            atol=1e-9,
+            hint=f"for the target μ_1 = {mu1}: the coefficient of He_1(z) = z in f sets μ_1 = E[f(Z) Z].",
+        )
+        require_close(
+            label,
+            got[1],
+            rho_eff,
+            rtol=1e-7,
+            atol=1e-9,
+            hint=(
+                f"for the target (μ_1, ρ_eff, ρ) = ({mu1}, {rho_eff}, {rho}): the part of f orthogonal to z must "
+                "carry the energy ρ_eff − ρ; a Hermite polynomial of degree ≥ 2 does it (E He_k(Z)² = k!)."
+            ),
+        )
+    return passed(label)
+
+
+# --- lsa: checks of chapters/02_lsa_gradient_descent.md ---
+
+
+def check_lsa_ex1(best_eta) -> Passed:
+    """``best_eta(input_cov (d, d), context_len, noise_var) -> float``: the risk-minimising scalar step."""
+    from .estimators import best_one_step_eta
+
+    label = "lsa-ex1"
+    rng = np.random.default_rng(2024)
+    a = rng.standard_normal((4, 4))
+    cases = [
+        (np.eye(3), 10, 0.5),
+        (np.diag([4.0, 2.0, 1.0, 0.5, 0.25]), 20, 0.1),
+        (a @ a.T / 4 + 0.2 * np.eye(4), 7, 0.0),
+        (np.diag([9.0, 0.01]), 1, 1.0),
+    ]
+    for cov, n, s2 in cases:
+        got = call_answer(label, best_eta, cov.copy(), n, s2)
+        if np.ndim(got) != 0:
+            raise CheckFailed(f"{label}: return one number, got shape {np.shape(got)}")
+        # Closed form against closed form: 1e-10 relative is rounding headroom only.
+        require_close(
+            label,
+            got,
+            best_one_step_eta(cov, n, s2),
+            rtol=1e-10,
+            atol=0.0,
+            hint=(
+                f"wrong for N = {n}, σ² = {s2} and a {cov.shape[0]}×{cov.shape[0]} Λ. The risk is a parabola "
+                "in η; its η² coefficient needs E[g gᵀ] for g = (1/N) Σ y_i x_i, which has a (1 + 1/N) Λ² "
+                "part and a part from E[(wᵀx)² x xᵀ] and the noise. Does your answer use Λ, not I?"
+            ),
+        )
+    return passed(label)
+
+
+def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
+    """``lsa_weights_from_w0(w0 (d,), eta) -> (W_KQ, W_PV)`` for one GD step started at ``w0``.
+
+    The prediction is read as ``−[LSA(Z)]_{d+1, N+1}`` from the token matrix whose query label slot holds
+    ``−w0ᵀx_q``; it must equal ``x_qᵀ w_1`` with ``w_1 = w0 − η ∇L(w0)``.
+    """
+    from .attention.lsa import lsa_forward, token_matrix
+    from .tasks import sample_linear_prompts
+
+    label = "lsa-ex2"
+    rng = np.random.default_rng(77)
+    for d, n, eta in [(3, 8, 0.7), (1, 5, 1.3), (4, 12, -0.4)]:
+        w0 = rng.standard_normal(d)
+        p = sample_linear_prompts(6, n, d, rng=rng, noise_var=0.2)
+        got = call_answer(label, lsa_weights_from_w0, w0.copy(), eta)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise CheckFailed(f"{label}: return a tuple (W_KQ, W_PV)")
+        W_KQ, W_PV = (np.asarray(w, dtype=np.float64) for w in got)
+        for name, w in (("W_KQ", W_KQ), ("W_PV", W_PV)):
+            if w.shape != (d + 1, d + 1):
+                raise CheckFailed(
+                    f"{label}: {name} must have shape {(d + 1, d + 1)}, got {w.shape}"
+                )
+        Z = token_matrix(p.xs, p.ys, p.x_query)
+        Z[:, d, -1] = -p.x_query @ w0
+        got_pred = -lsa_forward(Z, W_KQ, W_PV)[:, d, -1]
+        residuals = p.ys - p.xs @ w0
+        w1 = w0 + eta / n * np.einsum("bn,bnd->bd", residuals, p.xs)
+        # Exact algebra on O(1) numbers: 1e-10 is rounding headroom only.
+        require_close(
+            label,
+            got_pred,
+            np.einsum("bd,bd->b", p.x_query, w1),
+            rtol=1e-10,
+            atol=1e-10,
+            hint=(
+                "the value row must turn each context token z_i = (x_i, y_i) into a multiple of its residual "
+                "y_i − w0ᵀx_i; the key-query block is the same as for w0 = 0. Mind von Oswald's minus sign."
+            ),
+        )
+    return passed(label)
+
+
+def check_lsa_ex4(
+    gamma_predicted, gamma_learned, input_cov, context_len: int, noise_var: float
+) -> Passed:
+    """Ex. 4: the predicted ``Γ*`` (formula) and a trained LSA's preconditioner for the given task."""
+    from .estimators import optimal_preconditioner
+
+    label = "lsa-ex4"
+    cov = np.asarray(input_cov, dtype=np.float64)
+    expected = optimal_preconditioner(cov, context_len, noise_var)
+    require_close(
+        label,
+        gamma_predicted,
+        expected,
+        rtol=1e-10,
+        atol=1e-12,
+        hint="gamma_predicted is not Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1} for this Λ, N and σ².",
+    )
+    learned = np.asarray(gamma_learned, dtype=np.float64)
+    if learned.shape != expected.shape:
+        raise CheckFailed(
+            f"{label}: gamma_learned must have shape {expected.shape}, got {learned.shape}"
+        )
+    if not np.all(np.isfinite(learned)):
+        raise CheckFailed(f"{label}: gamma_learned contains NaN or inf")
+    rel = np.linalg.norm(learned - expected) / np.linalg.norm(expected)
+    # A short training run lands within a few per cent; 15 % separates "learned Γ*" from "learned something".
+    if rel > 0.15:
+        raise CheckFailed(
+            f"{label}: the learned preconditioner is {rel:.0%} away from Γ* (Frobenius). Train longer or with "
+            "a larger batch, and read Γ = −W_PV[d, d] · W_KQ[:d, :d] (the value scalar carries the sign)."
+        )
+    return passed(label)
+
+
+# --- glu: checks of chapters/05_glu_kernel_regression.md ---
+
+
+def check_glu_ex1(min_width) -> Passed:
+    """``min_width(d, p) -> int``: the smallest token width of one block holding every monomial of degree ≤ p."""
+    from math import comb
+
+    label = "glu-ex1"
+    for d, p in [(1, 1), (1, 2), (2, 2), (4, 2), (3, 3), (8, 2), (5, 4), (10, 3)]:
+        got = call_answer(label, min_width, d, p)
+        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+            raise CheckFailed(f"{label}: return an integer width, got {type(got).__name__}")
+        if int(got) != comb(d + p, p) + 1:
+            raise CheckFailed(
+                f"{label}: not quite for d = {d}, p = {p}. Hint: count the x slots, the constant, the y slot and "
+                "one scratch slot per monomial of degree 2..p (how many monomials of degree <= p are there?)."
+            )
+    return passed(label)
+
+
+def check_glu_ex2(inhomogeneous_block_weights) -> Passed:
+    """``inhomogeneous_block_weights(dim, eta) -> GLULSABlockWeights`` predicting ``(η/N) Σ y_i (1 + x_i·x_q)²``."""
+    from .attention.glu import GLULSABlockWeights, glu_lsa_block_predict
+    from .estimators import one_step_kernel_gd_predict, polynomial_kernel
+
+    label = "glu-ex2"
+    rng = np.random.default_rng(2024)
+    for d, n, eta in [(1, 5, 0.7), (3, 12, -1.3), (5, 30, 0.25)]:
+        weights = call_answer(label, inhomogeneous_block_weights, d, eta)
+        if not isinstance(weights, GLULSABlockWeights):
+            raise CheckFailed(
+                f"{label}: return a GLULSABlockWeights (start from glu_lsa_block_weights), "
+                f"got {type(weights).__name__}"
+            )
+        xs, ys, xq = (
+            rng.standard_normal((4, n, d)),
+            rng.standard_normal((4, n)),
+            rng.standard_normal((4, d)),
+        )
+        try:
+            got = glu_lsa_block_predict(xs, ys, xq, weights)
+        except (ValueError, TypeError) as exc:
+            raise CheckFailed(f"{label}: the block cannot run with these weights: {exc}") from None
+        expected = one_step_kernel_gd_predict(xs, ys, xq, polynomial_kernel(2, offset=1.0), eta)
+        require_close(
+            label,
+            got,
+            expected,
+            rtol=1e-9,
+            atol=1e-10,
+            hint="expand (1 + x·x')² = 1 + 2 x·x' + (x·x')²: which slots of φ must W_KQ weight, and by how much?",
+        )
+    return passed(label)
+
+
+def check_glu_ex4(excess_constant) -> Passed:
+    """``excess_constant(d, noise_var) -> float``: ``C`` in excess risk ``= C/N`` (whitened one-step GD)."""
+    from .estimators import hermite_one_step_excess_risk
+
+    label = "glu-ex4"
+    for d, s2 in [(1, 0.0), (2, 0.5), (4, 0.1), (7, 2.0)]:
+        got = call_answer(label, excess_constant, d, s2)
+        require_close(
+            label,
+            got,
+            hermite_one_step_excess_risk(d, 1, s2),
+            rtol=1e-9,
+            atol=1e-12,
+            hint="C = E[y² ‖φ(x)‖²] − ‖θ‖²: split off the noise (σ² p), then use ‖φ‖² = 1 + d/2 + ‖x‖⁴/2 and "
+            "the χ² moments of ‖x‖².",
+        )
+    return passed(label)
+
+
+# --- asymptotics: checks of chapters/03_asymptotic_theory.md ---
+
+
+def check_asymptotics_ex1(limit_error) -> Passed:
+    """``limit_error(alpha, rho) -> float``: the τ, κ → ∞ limit of the ridgeless ``e_ICL``."""
+    from .theory import icl_error
+
+    label = "asymptotics-ex1"
+    for alpha in (0.25, 1.0, 3.0, 20.0):
+        for rho in (0.0, 0.01, 0.5, 2.0):
+            got = call_answer(label, limit_error, alpha, rho)
+            if np.ndim(got) != 0:
+                raise CheckFailed(f"{label}: return one number, got shape {np.shape(got)}")
+            # icl_error at τ = ∞ is the exact limit of the τ > 1 branch (1/(τ − 1) = 0): 1e-10 relative.
+            require_close(
+                label,
+                got,
+                icl_error(alpha, np.inf, np.inf, rho),
+                rtol=1e-10,
+                atol=1e-12,
+                hint=f"wrong at α = {alpha}, ρ = {rho}. With κ = ∞, M_κ(x) = 1/(1 + x); let 1/(τ − 1) → 0 in "
+                "the τ > 1 branch and simplify.",
+            )
+    return passed(label)
+
+
+def check_asymptotics_ex3(asymptotic_gap) -> Passed:
+    """``asymptotic_gap(kappa) -> float``: the α, τ → ∞ limit of ``g = e_ICL − e_IDG`` (ρ = 0)."""
+    from .theory import icl_error, idg_error
+
+    label = "asymptotics-ex3"
+    for kappa in (0.1, 0.3, 0.5, 0.8, 1.5, 2.0, 5.0, 50.0):
+        got = call_answer(label, asymptotic_gap, kappa)
+        if np.ndim(got) != 0:
+            raise CheckFailed(f"{label}: return one number for one κ, got shape {np.shape(got)}")
+        # The formulas at α = 1e7, τ = 1e10 are within 1e-3 of the limit away from κ = 1 (checked for the
+        # κ used here); a wrong limit (e.g. 1 − κ without the max, or 1/κ) is off by ≥ 0.1.
+        reference = icl_error(1e7, 1e10, kappa) - idg_error(1e7, 1e10, kappa)
+        require_close(
+            label,
+            got,
+            reference,
+            rtol=0.0,
+            atol=5e-3,
+            hint=f"wrong at κ = {kappa}. Treat κ < 1 and κ > 1 separately: how does x* M_κ(x*) behave as "
+            "x* → 0 in each case?",
+        )
+    return passed(label)
+
+
+def check_asymptotics_ex4(simulate_icl) -> Passed:
+    """``simulate_icl(tau, rho, seed) -> float``: simulated ``e_ICL`` at d = 40, α = 1, κ = ∞, ridgeless."""
+    from .theory import icl_error
+
+    label = "asymptotics-ex4"
+    rho = 0.5
+    for tau in (0.25, 3.0):
+        sims = []
+        for seed in (0, 1, 2):
+            got = call_answer(label, simulate_icl, tau, rho, seed)
+            if np.ndim(got) != 0 or not np.isfinite(got):
+                raise CheckFailed(f"{label}: return one finite number, got {got!r}")
+            sims.append(float(got))
+        if len(set(sims)) == 1:
+            raise CheckFailed(
+                f"{label}: three seeds gave the same value: simulate with np.random.default_rng(seed), "
+                "do not evaluate the formula"
+            )
+        # At d = 40 the finite-size bias is a few per cent (1/d rate, chapter 3) and the seed spread ~2 %:
+        # 10 % on the mean of three seeds accepts every correct simulation and rejects a wrong ρ or α.
+        theory = icl_error(1.0, tau, np.inf, rho)
+        if abs(np.mean(sims) / theory - 1) > 0.10:
+            raise CheckFailed(
+                f"{label}: not quite. Hint: at τ = {tau} your mean is {np.mean(sims):.3f}; check d = 40, "
+                "α = 1 (ℓ = 40), κ = ∞, the noise variance ρ and ridge 0, and that the error is e_ICL on "
+                "fresh tasks."
             )
     return passed(label)

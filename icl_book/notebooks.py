@@ -43,6 +43,23 @@ def cells_signature(nb) -> list[tuple[str, str, tuple[str, ...]]]:
     ]
 
 
+def _merge_streams(outputs: list) -> list:
+    """Join consecutive outputs of the same stream: how prints are chunked depends on the machine's load."""
+    merged = []
+    for output in outputs:
+        prev = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and prev is not None
+            and prev.get("output_type") == "stream"
+            and prev.get("name") == output.get("name")
+        ):
+            prev["text"] = prev["text"] + output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
 def _stable(nb):
     """Remove run-to-run noise from an executed notebook (in place) and return it."""
     for i, cell in enumerate(nb.cells):
@@ -51,6 +68,7 @@ def _stable(nb):
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 output.get("metadata", {}).pop("execution", None)
+            cell["outputs"] = _merge_streams(cell.get("outputs", []))
     nb.metadata.pop("widgets", None)
     return nb
 
