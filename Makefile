@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHAPTERS ?=
+TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-recommended latexmk fonts-freefont-otf xindy
 # Clear a forced matplotlib backend: it makes notebook figures vanish (CONTRIBUTING.md).
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -18,7 +19,7 @@ help:
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
-	@echo "make pdf         the PDF edition (needs xelatex: apt-get install texlive-xetex texlive-latex-extra latexmk)"
+	@echo "make pdf         the PDF edition (needs: $(TEX_PACKAGES))"
 
 # --- setup: idempotent; reinstalls only when requirements.txt or pyproject.toml change -----------------
 $(STAMP): requirements.txt pyproject.toml
@@ -83,7 +84,7 @@ test: $(STAMP) browser
 	@echo "make test: all checks passed"
 
 pdf: $(STAMP)
-	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: apt-get install texlive-xetex texlive-latex-extra latexmk"; exit 1; }
+	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
 	$(BIN)/jupyter-book build . --builder pdflatex
 	@echo "PDF: $(CURDIR)/_build/latex/icl-book.pdf"
 
