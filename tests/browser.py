@@ -35,7 +35,8 @@ function inspect() {
   const raw = [];
   while (walker.nextNode()) {
     const t = walker.currentNode.textContent;
-    if (/\\\\\\(|\\\\\\[|\\$\\$/.test(t)) raw.push(t.trim().slice(0, 80));
+    // TeX delimiters, or TeX commands such as \\frac, left in the text: math that MathJax did not typeset.
+    if (/\\\\\\(|\\\\\\[|\\$\\$|\\\\[a-zA-Z]{2,}/.test(t)) raw.push(t.trim().slice(0, 80));
   }
   const imgs = Array.from(doc.images).filter(i => !i.closest('.navbar-brand, .theme-switch-button'));
   report({
