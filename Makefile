@@ -40,6 +40,7 @@ book: html
 execute: $(STAMP)
 	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
 	$(BIN)/python -m icl_book.notebooks figure-index
+	$(BIN)/python -m icl_book.assignments table --write chapters/instructors.md
 
 assignments: $(STAMP)
 	$(BIN)/python -m icl_book.assignments build --out _build/assignments

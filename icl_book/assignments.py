@@ -1,0 +1,1106 @@
+"""Course assignments: student and instructor notebooks from the chapters, and an autograder.
+
+Two commands (run from the repository root)::
+
+    python -m icl_book.assignments build [--chapters 00 hermite ...] [--out DIR]
+    python -m icl_book.assignments grade NOTEBOOK... [--out report.csv] [--timeout S]
+
+``build`` writes, per chapter ``NN_slug``,
+
+- ``DIR/student/NN_slug.ipynb``: solution code between ``### BEGIN SOLUTION`` / ``### END SOLUTION``
+  replaced by ``raise NotImplementedError()`` at the same indentation, solution prose
+  (``{solution-start}`` ... ``{solution-end}``) and unmarked solution code cells removed, a
+  ``YOUR ANSWER HERE`` cell for written exercises, outputs cleared; install cell and checks kept;
+- ``DIR/instructor/NN_slug.ipynb``: everything, with the executed outputs;
+- ``DIR/nbgrader/source/NN_slug/NN_slug.ipynb``: the student notebook *with* the marked solutions, i.e. an
+  nbgrader source notebook whose ``nbgrader generate_assignment`` release is the student notebook.
+
+All three carry nbgrader cell metadata (solution cells ``solution: true``; check cells ``grade: true`` with
+``points``; written answers are manually graded answers), with the same ``grade_id`` in every edition.
+
+``grade`` executes each submission in a clean kernel with a per-cell and a per-notebook timeout, and scores
+each coding exercise by its *check cell* (a code cell calling exactly one ``check_<chapter>_ex<N>(...)``).
+It writes one CSV row per student x exercise. Grading runs student code: run it in a sandbox (a container
+or a throw-away VM without credentials), never in an account that holds anything of value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import csv
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Chapter",
+    "CHAPTERS",
+    "AssignmentError",
+    "ExerciseResult",
+    "chapter_info",
+    "chapter_files",
+    "load_notebook",
+    "stub_solution",
+    "check_label",
+    "check_call",
+    "exercise_section_start",
+    "student_notebook",
+    "instructor_notebook",
+    "nbgrader_source_notebook",
+    "solution_leaks",
+    "build",
+    "ExecutionRecord",
+    "execute_notebook",
+    "score_notebook",
+    "grade_notebook",
+    "grade",
+    "write_report",
+    "instructors_table",
+    "update_instructors_page",
+    "main",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS_DIR = ROOT / "chapters"
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+STUB = "raise NotImplementedError()"
+ANSWER_STUB = (
+    "YOUR ANSWER HERE"  # nbgrader's text stub: identical in our build and in nbgrader's release
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# The chapters (the instructors page's table is generated from this registry)
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter of the book.
+
+    ``number`` and ``slug`` name the files ``chapters/<number>_<slug>.{md,ipynb}``; ``short`` is the
+    exercise-label prefix (``<short>-ex<N>``, checks ``check_<short>_ex<N>``); ``run_time`` is the
+    approximate execution time of the whole chapter on 2 CPU cores (``None`` until measured).
+    """
+
+    number: str
+    slug: str
+    short: str
+    title: str
+    objectives: tuple[str, ...]
+    run_time: str | None = None
+
+    @property
+    def stem(self) -> str:
+        return f"{self.number}_{self.slug}"
+
+
+# run_time=None: the instructors table takes the run time from chapters/timings.json (written when the
+# chapters are executed); set a string here to override it.
+#: The book's chapters, in order (the instructors page's table is generated from it).
+CHAPTERS: tuple[Chapter, ...] = (
+    Chapter(
+        "00",
+        "prologue",
+        "prologue",
+        "Prologue: in-context learning in five minutes",
+        (
+            "See a prompt as a small regression data set and an in-context learner as a function of it.",
+            "Compare least squares, ridge and one gradient-descent step as the context grows.",
+            "Derive the best step size of one gradient-descent step.",
+        ),
+    ),
+    Chapter(
+        "01",
+        "hermite",
+        "hermite",
+        "Hermite expansions under the Gaussian measure",
+        (
+            "Expand a function in probabilists' Hermite polynomials and compute its coefficients.",
+            "Separate a link function's linear component from its nonlinear energy.",
+            "Use closed forms and quadrature, and know when quadrature converges slowly.",
+        ),
+    ),
+    Chapter(
+        "02",
+        "lsa_gradient_descent",
+        "lsa",
+        "Linear self-attention as one step of gradient descent",
+        (
+            "Write linear self-attention on a prompt of tokens and read out its prediction.",
+            "Build the weights for which linear self-attention equals one (preconditioned) GD step.",
+            "Find the optimal preconditioner and its risk.",
+        ),
+    ),
+    Chapter(
+        "03",
+        "asymptotic_theory",
+        "asymptotics",
+        "Asymptotic theory of linear attention",
+        (
+            "Set up the proportional limit: context, task diversity and pretraining data scaled with d.",
+            "Evaluate the exact in-context and in-distribution errors of a given model.",
+            "Explain double descent at τ = 1 and the transition from memorisation to generalisation.",
+        ),
+    ),
+    Chapter(
+        "04",
+        "nonlinearity_noise",
+        "nonlinear",
+        "Nonlinear teachers: the nonlinearity–noise equivalence",
+        (
+            "Show that linear attention extracts only the linear Hermite component of a teacher.",
+            "Map a nonlinear single-index task to a linear task with effective noise.",
+            "Check the mapping against simulations as the dimension grows.",
+        ),
+    ),
+    Chapter(
+        "05",
+        "glu_kernel_regression",
+        "glu",
+        "Beyond linear attention: GLU feed-forward layers and kernel gradient descent",
+        (
+            "Bound what linear self-attention can do on nonlinear tasks.",
+            "Build a GLU layer that writes quadratic features, and an LSA+GLU block that takes one "
+            "kernel-regression GD step.",
+            "Relate the error's decay to the number of features.",
+        ),
+    ),
+    Chapter(
+        "06",
+        "depth_block_coordinate_descent",
+        "depth",
+        "Depth: block-coordinate descent in a feature space no single block can hold",
+        (
+            "Stack blocks that each update a subset of kernel features: block-coordinate descent.",
+            "Reach a feature space larger than any one block's width.",
+            "Compare trained deep models with kernel baselines against context length and depth.",
+        ),
+    ),
+)
+
+
+class AssignmentError(ValueError):
+    """A chapter does not follow the exercise/solution/check conventions of CONTRIBUTING.md."""
+
+
+def chapter_info(key: str) -> Chapter | None:
+    """The registry entry for a chapter number (``"00"``, ``"0"``), stem, slug or short name; else ``None``."""
+    key = str(key).strip()
+    for ch in CHAPTERS:
+        if key in {ch.number, ch.stem, ch.slug, ch.short} or (
+            key.isdigit() and int(key) == int(ch.number)
+        ):
+            return ch
+    return None
+
+
+_STEM_RE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[A-Za-z0-9_]+)$")
+
+
+def chapter_files(selection=None, chapters_dir: str | os.PathLike = CHAPTERS_DIR) -> list[Path]:
+    """The chapter notebooks to build, in book order (``NN_slug.ipynb``, else ``NN_slug.md``).
+
+    ``selection``: ``None`` for every chapter, or numbers (``"00"``, ``"1"``), stems (``"01_hermite"``),
+    slugs or short names (``"lsa"``). Raises ``ValueError`` for a selection that matches no chapter.
+    """
+    chapters_dir = Path(chapters_dir)
+    if not chapters_dir.is_dir():
+        raise ValueError(f"chapters_dir must be an existing directory, got {chapters_dir}")
+    stems = sorted(
+        {p.stem for p in chapters_dir.glob("[0-9][0-9]_*") if p.suffix in (".ipynb", ".md")}
+    )
+    files = []
+    for stem in stems:
+        ipynb, md = chapters_dir / f"{stem}.ipynb", chapters_dir / f"{stem}.md"
+        files.append(ipynb if ipynb.exists() else md)
+    if selection is None or len(selection) == 0:
+        return files
+    chosen = []
+    for key in selection:
+        key = str(key).strip()
+        matches = []
+        for path in files:
+            m = _STEM_RE.match(path.stem)
+            keys = {path.stem}
+            if m:
+                keys |= {m["number"], m["slug"], str(int(m["number"]))}
+            info = chapter_info(path.stem)
+            if info is not None:
+                keys.add(info.short)
+            if key in keys or (key.isdigit() and m and int(key) == int(m["number"])):
+                matches.append(path)
+        if not matches:
+            names = ", ".join(p.stem for p in files) or "none"
+            raise ValueError(
+                f"chapters: {key!r} matches no chapter in {chapters_dir} (have: {names})"
+            )
+        chosen.extend(p for p in matches if p not in chosen)
+    return sorted(chosen, key=lambda p: p.stem)
+
+
+def load_notebook(path: str | os.PathLike):
+    """Read a notebook (``.ipynb``, or a Jupytext ``.md`` through jupytext) as an nbformat v4 node."""
+    import nbformat
+
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"path must be an existing notebook, got {path}")
+    if path.suffix == ".ipynb":
+        return nbformat.read(path, as_version=4)
+    import jupytext
+
+    return jupytext.read(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the conventions: solution markers, solution blocks, exercises, check cells
+# --------------------------------------------------------------------------------------------------
+def stub_solution(source: str) -> tuple[str, int]:
+    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region by ``raise NotImplementedError()``.
+
+    The stub keeps the indentation of the BEGIN marker; lines outside the regions are kept.
+    Returns ``(new_source, number_of_regions)``. Raises :class:`AssignmentError` on unbalanced markers.
+    """
+    out, in_solution, regions = [], False, 0
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if stripped == BEGIN_SOLUTION:
+            if in_solution:
+                raise AssignmentError("nested ### BEGIN SOLUTION")
+            in_solution, regions = True, regions + 1
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif stripped == END_SOLUTION:
+            if not in_solution:
+                raise AssignmentError("### END SOLUTION without ### BEGIN SOLUTION")
+            in_solution = False
+        elif not in_solution:
+            out.append(line)
+    if in_solution:
+        raise AssignmentError("### BEGIN SOLUTION without ### END SOLUTION")
+    return "\n".join(out), regions
+
+
+def _has_markers(source: str) -> bool:
+    return any(line.strip() in (BEGIN_SOLUTION, END_SOLUTION) for line in source.split("\n"))
+
+
+_CHECK_NAME_RE = re.compile(r"^check_(?P<short>[A-Za-z0-9_]+?)_ex(?P<n>\d+)$")
+_CHECK_CALL_RE = re.compile(r"(?<![\w.])(?:\w+\.)?(check_[A-Za-z0-9_]+?_ex\d+)\s*\(")
+_MAGIC_RE = re.compile(r"^(\s*)([%!])", re.MULTILINE)
+
+
+def check_label(name: str) -> str | None:
+    """``"check_hermite_ex2"`` -> ``"hermite-ex2"``; ``None`` for any other name."""
+    m = _CHECK_NAME_RE.match(name)
+    return f"{m['short']}-ex{int(m['n'])}" if m else None
+
+
+def _check_calls(source: str) -> list[str]:
+    """Names of the ``check_<chapter>_ex<N>`` functions called in ``source`` (one entry per call)."""
+    try:
+        tree = ast.parse(_MAGIC_RE.sub(r"\1#", source))
+    except SyntaxError:  # not Python: fall back to a textual scan (definitions excluded)
+        return [
+            m.group(1)
+            for m in _CHECK_CALL_RE.finditer(source)
+            if not source[: m.start()].rstrip().endswith("def")
+        ]
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name and check_label(name):
+                calls.append(name)
+    return calls
+
+
+def check_call(cell) -> str | None:
+    """The check function a *check cell* calls (a code cell calling exactly one ``check_*_ex*``), else ``None``."""
+    if cell.get("cell_type") != "code":
+        return None
+    calls = _check_calls(cell.get("source", ""))
+    return calls[0] if len(calls) == 1 else None
+
+
+_FENCE_RE = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}\s*(?P<arg>.*?)\s*$")
+
+
+def _closes(line: str, fence: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+
+
+@dataclass
+class _Piece:
+    """A (part of a) cell of the source notebook with its role."""
+
+    cell_index: int
+    cell_type: str
+    source: str
+    role: str  # text | solution-prose | solution-code | solution-extra | check | code
+    label: str | None = None
+    cell: object = None
+    in_block: bool = False
+
+
+def _pieces(nb) -> list[_Piece]:
+    """Split a chapter notebook into pieces: markdown is split at solution-block boundaries."""
+    pieces: list[_Piece] = []
+    in_block, block_label, current_exercise = False, None, None
+    for idx, cell in enumerate(nb.cells):
+        source = cell.get("source", "")
+        if cell.cell_type == "code":
+            check = check_call(cell)
+            if len(_check_calls(source)) > 1:
+                raise AssignmentError(
+                    f"cell {idx} calls several checks: give each check its own cell"
+                )
+            if check is not None:
+                if in_block:
+                    raise AssignmentError(
+                        f"cell {idx}: the check {check} is inside a solution block; "
+                        "put it after {solution-end}"
+                    )
+                pieces.append(_Piece(idx, "code", source, "check", check_label(check), cell))
+            elif _has_markers(source):
+                label = block_label if in_block else current_exercise
+                pieces.append(
+                    _Piece(idx, "code", source, "solution-code", label, cell, in_block=in_block)
+                )
+            elif in_block:
+                pieces.append(
+                    _Piece(idx, "code", source, "solution-extra", block_label, cell, in_block=True)
+                )
+            else:
+                pieces.append(_Piece(idx, "code", source, "code", None, cell))
+            continue
+        if cell.cell_type != "markdown":
+            pieces.append(_Piece(idx, cell.cell_type, source, "text", None, cell))
+            continue
+        lines = source.split("\n")
+        buf: list[str] = []
+        kind = "solution-prose" if in_block else "text"
+
+        def flush(new_kind, label, _buf=buf, _idx=idx, _cell=cell):
+            nonlocal kind
+            if _buf and (kind != "text" or "\n".join(_buf).strip()):
+                pieces.append(
+                    _Piece(_idx, "markdown", "\n".join(_buf), kind, label, _cell, kind != "text")
+                )
+            _buf.clear()
+            kind = new_kind
+
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            m = _FENCE_RE.match(line)
+            name = m["name"] if m else None
+            if not in_block and name in ("solution-start", "solution"):
+                flush("solution-prose", block_label)
+                block_label = m["arg"].split()[0] if m["arg"] else current_exercise
+                fence = m["fence"]
+                buf.append(line)
+                i += 1
+                while i < len(lines) and not _closes(lines[i], fence):
+                    buf.append(lines[i])
+                    i += 1
+                if i < len(lines):
+                    buf.append(lines[i])
+                    i += 1
+                if name == "solution-start":
+                    in_block = True
+                else:  # a plain {solution} directive: the whole directive is the block
+                    flush("text", block_label)
+                continue
+            if in_block and name == "solution-end":
+                fence = m["fence"]
+                buf.append(line)
+                i += 1
+                while i < len(lines) and not _closes(lines[i], fence):
+                    buf.append(lines[i])
+                    i += 1
+                if i < len(lines):
+                    buf.append(lines[i])
+                    i += 1
+                in_block = False
+                flush("text", block_label)
+                continue
+            if name == "exercise":
+                for opt in lines[i + 1 :]:
+                    lm = re.match(r"^\s*:label:\s*(\S+)", opt)
+                    if lm:
+                        current_exercise = lm.group(1)
+                        break
+                    if not opt.strip().startswith(":"):
+                        break
+            buf.append(line)
+            i += 1
+        flush("solution-prose" if in_block else "text", block_label)
+    if in_block:
+        raise AssignmentError(f"{{solution-start}} {block_label} has no {{solution-end}}")
+    return pieces
+
+
+def _exercise_labels(nb) -> list[str]:
+    labels = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.split("\n")
+        for i, line in enumerate(lines):
+            m = _FENCE_RE.match(line)
+            if m and m["name"] == "exercise":
+                for opt in lines[i + 1 :]:
+                    lm = re.match(r"^\s*:label:\s*(\S+)", opt)
+                    if lm:
+                        labels.append(lm.group(1))
+                        break
+                    if not opt.strip().startswith(":"):
+                        break
+    return labels
+
+
+def exercise_section_start(nb) -> int:
+    """Index of the first cell of the exercises (the ``## Exercises`` heading, else the first
+    ``{exercise}``); ``len(nb.cells)`` when there is none."""
+    for pattern in (r"^#{1,4}\s+Exercises\b", r"^\s*(`{3,}|:{3,})\{exercise\}"):
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "markdown" and re.search(pattern, cell.source, re.MULTILINE):
+                return i
+    return len(nb.cells)
+
+
+# --------------------------------------------------------------------------------------------------
+# The three editions
+# --------------------------------------------------------------------------------------------------
+def _nbgrader(
+    grade_id: str, *, solution: bool, grade: bool, points: float | None = None, locked=False
+):
+    meta = {
+        "grade": grade,
+        "grade_id": re.sub(r"[^A-Za-z0-9_\-]", "_", grade_id),
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+def _points(cell) -> float:
+    pts = cell.get("metadata", {}).get("nbgrader", {}).get("points", 1)
+    return int(pts) if float(pts).is_integer() else float(pts)
+
+
+def _edition(nb, edition: str, source_name: str | None = None):
+    """Build one edition: ``student``, ``instructor`` or ``nbgrader`` (student cells, solutions kept)."""
+    import nbformat
+
+    pieces = _pieces(nb)
+    checked = {p.label for p in pieces if p.role == "check"}
+    checks = [p for p in pieces if p.role == "check"]
+    labels = _exercise_labels(nb)
+    for p in checks:
+        if p.label not in labels:
+            labels.append(p.label)
+    out = nbformat.v4.new_notebook()
+    out.metadata = copy.deepcopy(nb.metadata)
+    if edition != "instructor":
+        for key in ("widgets", "jupytext"):
+            out.metadata.pop(key, None)
+    check_points = {p.label: _points(p.cell) for p in checks}
+    out.metadata["icl_book"] = {
+        "edition": edition,
+        "chapter": source_name,
+        "exercises": [
+            {
+                "label": label,
+                "kind": "coding" if label in check_points else "written",
+                "points": check_points.get(label, 1),
+            }
+            for label in labels
+        ],
+    }
+    cells = []
+    solution_counts: dict[str, int] = {}
+
+    def solution_id(label):
+        solution_counts[label] = solution_counts.get(label, 0) + 1
+        n = solution_counts[label]
+        return f"{label}-solution" if n == 1 else f"{label}-solution-{n}"
+
+    if edition == "instructor":
+        for cell in nb.cells:
+            new = copy.deepcopy(cell)
+            new.get("metadata", {}).pop("execution", None)
+            cells.append(new)
+        by_index = {p.cell_index: p for p in pieces if p.cell_type == "code"}
+        for i, new in enumerate(cells):
+            p = by_index.get(i)
+            if p is None:
+                continue
+            if p.role == "check":
+                new.metadata["nbgrader"] = _nbgrader(
+                    f"{p.label}-check",
+                    solution=False,
+                    grade=True,
+                    points=_points(p.cell),
+                    locked=True,
+                )
+            elif p.role == "solution-code":
+                new.metadata["nbgrader"] = _nbgrader(
+                    solution_id(p.label or "solution"), solution=True, grade=False
+                )
+    else:
+        previous_text_cell = None
+        for k, p in enumerate(pieces):
+            if p.role == "text":
+                if previous_text_cell is not None and previous_text_cell[0] == p.cell_index:
+                    cell = previous_text_cell[1]
+                    cell.source = cell.source.rstrip("\n") + "\n\n" + p.source.lstrip("\n")
+                else:
+                    cell = nbformat.v4.new_markdown_cell(p.source.strip("\n"))
+                    cell.metadata = copy.deepcopy(p.cell.get("metadata", {}))
+                    cell.metadata.pop("nbgrader", None)
+                    cells.append(cell)
+                    previous_text_cell = (p.cell_index, cell)
+                continue
+            previous_text_cell = None
+            if p.role not in ("solution-prose", "solution-extra"):
+                new = nbformat.v4.new_code_cell(p.source)
+                new.metadata = copy.deepcopy(p.cell.get("metadata", {}))
+                new.metadata.pop("execution", None)
+                if p.role == "solution-code":
+                    if edition == "student":
+                        new.source, _ = stub_solution(p.source)
+                    new.metadata["nbgrader"] = _nbgrader(
+                        solution_id(p.label or "solution"), solution=True, grade=False
+                    )
+                elif p.role == "check":
+                    new.metadata["nbgrader"] = _nbgrader(
+                        f"{p.label}-check",
+                        solution=False,
+                        grade=True,
+                        points=_points(p.cell),
+                        locked=True,
+                    )
+                else:
+                    new.metadata.pop("nbgrader", None)
+                cells.append(new)
+            # An exercise without a check (derivation, experiment) gets an answer cell where its
+            # solution block ended.
+            last_of_block = p.in_block and (
+                k + 1 == len(pieces)
+                or not (pieces[k + 1].in_block and pieces[k + 1].label == p.label)
+            )
+            if last_of_block and p.label and p.label not in checked:
+                answer = nbformat.v4.new_markdown_cell(ANSWER_STUB)
+                answer.metadata["nbgrader"] = _nbgrader(
+                    f"{p.label}-answer", solution=True, grade=True, points=1
+                )
+                cells.append(answer)
+        if edition == "student" and cells:
+            note = nbformat.v4.new_markdown_cell(
+                "> **Student edition.** Replace every `raise NotImplementedError()` by your code and every "
+                f"*{ANSWER_STUB}* by your answer. Each check cell prints `<exercise>: correct` when "
+                "your answer is right, or a hint when it is not."
+            )
+            cells.insert(1, note)
+    for i, cell in enumerate(cells):
+        cell["id"] = f"cell-{i:03d}"
+    out.cells = cells
+    nbformat.validate(out)
+    return out
+
+
+def student_notebook(nb, name: str | None = None):
+    """The student edition of a chapter notebook ``nb`` (a new notebook; ``nb`` is not modified)."""
+    return _edition(nb, "student", name)
+
+
+def instructor_notebook(nb, name: str | None = None):
+    """The instructor edition: every cell and output of ``nb``, plus nbgrader metadata."""
+    return _edition(nb, "instructor", name)
+
+
+def nbgrader_source_notebook(nb, name: str | None = None):
+    """The student edition with the marked solutions kept: a source notebook for ``nbgrader``."""
+    return _edition(nb, "nbgrader", name)
+
+
+def solution_leaks(student, instructor, min_chars: int = 24) -> list[str]:
+    """Solution text of ``instructor`` that appears in ``student`` (an empty list when none does).
+
+    Scans for the solution markers and directives, and for every line of solution code (inside the
+    markers, or in a code cell inside a solution block) and of solution prose that is at least
+    ``min_chars`` long and does not also occur outside the solutions (e.g. a line of the chapter's body
+    that a solution repeats).
+    """
+    problems = []
+    for i, cell in enumerate(student.cells):
+        for token in (
+            BEGIN_SOLUTION,
+            END_SOLUTION,
+            "{solution-start}",
+            "{solution-end}",
+            "{solution}",
+        ):
+            if token in cell.source:
+                problems.append(f"student cell {i} contains {token!r}")
+    solution_lines, other_lines = set(), set()
+    for p in _pieces(instructor):
+        if p.role in ("solution-prose", "solution-extra"):
+            solution_lines.update(line.strip() for line in p.source.split("\n"))
+        elif p.role == "solution-code":
+            inside = False
+            for line in p.source.split("\n"):
+                s = line.strip()
+                if s in (BEGIN_SOLUTION, END_SOLUTION):
+                    inside = s == BEGIN_SOLUTION
+                    continue
+                (solution_lines if inside else other_lines).add(s)
+        else:
+            other_lines.update(line.strip() for line in p.source.split("\n"))
+    other_text = "\n".join(other_lines)
+    secret = {s for s in solution_lines if len(s) >= min_chars and s not in other_text}
+    for i, cell in enumerate(student.cells):
+        for text in sorted(secret):
+            if text in cell.source:
+                problems.append(f"student cell {i} contains solution text: {text[:60]!r}")
+    return problems
+
+
+def build(
+    chapters=None,
+    out: str | os.PathLike = "_build/assignments",
+    chapters_dir: str | os.PathLike = CHAPTERS_DIR,
+) -> list[Path]:
+    """Write the student, instructor and nbgrader-source notebooks of the selected chapters.
+
+    Returns the paths written. See :func:`chapter_files` for ``chapters``.
+    """
+    import nbformat
+
+    out = Path(out)
+    written = []
+    for path in chapter_files(chapters, chapters_dir):
+        nb = load_notebook(path)
+        try:
+            editions = {
+                "student": student_notebook(nb, path.stem),
+                "instructor": instructor_notebook(nb, path.stem),
+                "nbgrader": nbgrader_source_notebook(nb, path.stem),
+            }
+        except AssignmentError as exc:
+            raise AssignmentError(f"{path.name}: {exc}") from None
+        for edition, book in editions.items():
+            if edition == "nbgrader":
+                target = out / "nbgrader" / "source" / path.stem / f"{path.stem}.ipynb"
+            else:
+                target = out / edition / f"{path.stem}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(book, target)
+            written.append(target)
+    return written
+
+
+# --------------------------------------------------------------------------------------------------
+# Grading
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class ExerciseResult:
+    """One row of the grade report."""
+
+    student: str
+    exercise: str
+    score: float
+    max_score: float
+    message: str
+
+
+@dataclass
+class ExecutionRecord:
+    """Where and why :func:`execute_notebook` stopped early (``stopped_at=None``: it ran to the end)."""
+
+    stopped_at: int | None = None  # index of the cell where execution stopped
+    reason: str | None = None  # "timeout", "kernel died", ...
+
+
+def _check_modules(nb) -> dict[str, str]:
+    """``{check name: module}`` for every ``from <module> import check_*`` in the notebook's code."""
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(_MAGIC_RE.sub(r"\1#", cell.source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if check_label(alias.name) and alias.asname is None:
+                        found.setdefault(alias.name, node.module)
+    return found
+
+
+def execute_notebook(
+    nb,
+    *,
+    timeout: int = 600,
+    notebook_timeout: int = 3600,
+    kernel_name: str = "python3",
+    cells=None,
+    workdir: str | os.PathLike | None = None,
+    reimport_checks: bool = True,
+) -> ExecutionRecord:
+    """Execute ``nb`` in place in a fresh kernel, cell by cell, continuing after errors.
+
+    ``timeout`` bounds each cell and ``notebook_timeout`` the whole notebook (seconds, counted from a
+    ready kernel; starting the kernel has nbclient's own 60 s limit). On a timeout or a
+    dead kernel execution stops there and the kernel is killed; the returned record says where and why.
+    ``cells`` (indices) restricts execution to those code cells. With ``reimport_checks`` every check cell
+    first re-imports its check from the module the notebook imports it from, so that a submission cannot
+    grade itself by redefining a check.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    if timeout <= 0 or notebook_timeout <= 0:
+        raise ValueError(
+            f"timeouts must be > 0, got timeout={timeout}, notebook_timeout={notebook_timeout}"
+        )
+    os.environ.pop("MPLBACKEND", None)  # a forced backend makes figures vanish (PITFALLS.md)
+    run = ExecutionRecord()
+    modules = _check_modules(nb) if reimport_checks else {}
+    with tempfile.TemporaryDirectory(prefix="icl-grade-") as tmp:
+        client = NotebookClient(
+            nb,
+            timeout=int(timeout),
+            kernel_name=kernel_name,
+            allow_errors=True,
+            record_timing=False,
+            interrupt_on_timeout=False,
+            shutdown_kernel="immediate",
+            resources={"metadata": {"path": str(workdir or tmp)}},
+        )
+        try:
+            with client.setup_kernel():
+                deadline = time.monotonic() + notebook_timeout  # from a ready kernel
+                for i, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code" or (cells is not None and i not in cells):
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining < 1:
+                        run.stopped_at, run.reason = i, "timeout"
+                        break
+                    client.timeout = int(max(1, min(timeout, remaining)))
+                    original = cell.source
+                    name = check_call(cell)
+                    if name in modules:
+                        cell.source = f"from {modules[name]} import {name}\n{original}"
+                    try:
+                        client.execute_cell(cell, i)
+                    except CellTimeoutError:
+                        run.stopped_at, run.reason = i, "timeout"
+                        break
+                    except DeadKernelError:
+                        run.stopped_at, run.reason = i, "kernel died"
+                        break
+                    finally:
+                        cell.source = original
+        except DeadKernelError:
+            run.reason = run.reason or "kernel died"
+        except RuntimeError as exc:  # kernel failed to start
+            run.stopped_at, run.reason = 0, f"kernel did not start: {exc}"
+    return run
+
+
+def _text(outputs, stream="stdout") -> str:
+    parts = []
+    for out in outputs:
+        if out.get("output_type") == "stream" and out.get("name") == stream:
+            parts.append(out.get("text", ""))
+    return "".join(parts)
+
+
+def score_notebook(
+    nb, student: str = "", run: ExecutionRecord | None = None
+) -> list[ExerciseResult]:
+    """Score an *executed* notebook by the outputs of its check cells.
+
+    A check scores its points when its cell ran without an error and printed ``<label>: correct``;
+    otherwise zero, with the hint (``CheckFailed``), the error (``NameError: ...``), ``"timeout"``,
+    ``"kernel died"`` or ``"not executed"`` as message. Exercises listed in the notebook's ``icl_book``
+    metadata whose check cell is missing score zero (``"check cell missing"``).
+    """
+    expected = [
+        e for e in nb.metadata.get("icl_book", {}).get("exercises", []) if e.get("kind") == "coding"
+    ]
+    results: dict[str, ExerciseResult] = {}
+    for i, cell in enumerate(nb.cells):
+        name = check_call(cell)
+        if name is None:
+            continue
+        label = check_label(name)
+        if label in results:
+            continue
+        points = _points(cell)
+        outputs = cell.get("outputs", [])
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        stdout = _text(outputs).strip()
+        if run is not None and run.stopped_at is not None and i >= run.stopped_at:
+            score, message = 0, run.reason
+        elif errors:
+            err = errors[0]
+            ename, evalue = err.get("ename", "Error"), str(err.get("evalue", "")).strip()
+            score = 0
+            message = (
+                evalue if ename == "CheckFailed" else f"{ename}: {evalue}" if evalue else ename
+            )
+        elif f"{label}: correct" in stdout.split("\n"):
+            score, message = points, stdout
+        elif cell.get("execution_count") is None and not outputs:
+            score, message = 0, "not executed"
+        else:
+            score, message = 0, "the check did not report a result"
+        results[label] = ExerciseResult(
+            student, label, score, points, " ".join(message.split())[:500]
+        )
+    for e in expected:
+        if e["label"] not in results:
+            results[e["label"]] = ExerciseResult(
+                student, e["label"], 0, e.get("points", 1), "check cell missing"
+            )
+    order = [e["label"] for e in expected]
+    return sorted(
+        results.values(),
+        key=lambda r: (order.index(r.exercise) if r.exercise in order else len(order), r.exercise),
+    )
+
+
+def grade_notebook(
+    path: str | os.PathLike,
+    *,
+    timeout: int = 600,
+    notebook_timeout: int = 3600,
+    kernel_name: str = "python3",
+) -> list[ExerciseResult]:
+    """Execute one submission in a clean kernel and score its checks (the student is the file stem).
+
+    Never raises for a broken submission: an unreadable notebook gives one row ``exercise="*"``.
+    """
+    path = Path(path)
+    student = path.stem
+    try:
+        nb = load_notebook(path)
+        for cell in nb.cells:  # grade what runs now, not what a submission claims to have printed
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+    except Exception as exc:  # a corrupt file must not stop the batch
+        return [
+            ExerciseResult(student, "*", 0, 0, f"unreadable notebook: {type(exc).__name__}: {exc}")
+        ]
+    try:
+        run = execute_notebook(
+            nb, timeout=timeout, notebook_timeout=notebook_timeout, kernel_name=kernel_name
+        )
+    except Exception as exc:  # e.g. no such kernel: every exercise scores zero
+        run = ExecutionRecord(
+            stopped_at=0, reason=f"could not execute: {type(exc).__name__}: {exc}"
+        )
+    results = score_notebook(nb, student, run)
+    return results or [ExerciseResult(student, "*", 0, 0, "no check cells found")]
+
+
+def write_report(results, out: str | os.PathLike) -> Path:
+    """Write ``results`` as CSV: ``student, exercise, score, max_score, message``."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "exercise", "score", "max_score", "message"])
+        for r in results:
+            writer.writerow([r.student, r.exercise, r.score, r.max_score, r.message])
+    return out
+
+
+def grade(
+    notebooks,
+    out: str | os.PathLike | None = None,
+    *,
+    timeout: int = 600,
+    notebook_timeout: int = 3600,
+    kernel_name: str = "python3",
+    log=None,
+) -> list[ExerciseResult]:
+    """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given)."""
+    results = []
+    for path in notebooks:
+        rows = grade_notebook(
+            path, timeout=timeout, notebook_timeout=notebook_timeout, kernel_name=kernel_name
+        )
+        if log is not None:
+            got, top = sum(r.score for r in rows), sum(r.max_score for r in rows)
+            print(f"{Path(path).stem}: {got:g}/{top:g}", file=log, flush=True)
+        results.extend(rows)
+    if out is not None:
+        write_report(results, out)
+    return results
+
+
+# --------------------------------------------------------------------------------------------------
+# The instructors page
+# --------------------------------------------------------------------------------------------------
+TABLE_BEGIN = (
+    "<!-- BEGIN chapter table: generated by `python -m icl_book.assignments table`; do not edit -->"
+)
+TABLE_END = "<!-- END chapter table -->"
+
+
+def _run_times(chapters_dir: Path = CHAPTERS_DIR) -> dict[str, float]:
+    try:
+        data = json.loads((Path(chapters_dir) / "timings.json").read_text(encoding="utf-8"))
+        return {stem: float(entry["total_s"]) for stem, entry in data.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _format_run_time(seconds: float) -> str:
+    """Coarse bins: execution times vary by tens of percent with the machine's load."""
+    for limit, text in ((15, "< 15 s"), (30, "< 30 s"), (60, "< 1 min"), (120, "1–2 min")):
+        if seconds < limit:
+            return text
+    for limit, text in ((300, "2–5 min"), (600, "5–10 min")):
+        if seconds < limit:
+            return text
+    return "> 10 min"
+
+
+def instructors_table(chapters_dir: str | os.PathLike = CHAPTERS_DIR) -> str:
+    """The instructors page's chapter table (a MyST list-table) from :data:`CHAPTERS`.
+
+    Run times come from ``chapters/timings.json`` (whole-chapter execution on 2 CPU cores) unless a
+    chapter's ``run_time`` overrides them.
+    """
+    times = _run_times(Path(chapters_dir))
+    lines = [
+        "```{list-table}",
+        ":header-rows: 1",
+        ":widths: 30 56 14",
+        "",
+        "* - Chapter",
+        "  - Learning objectives",
+        "  - Run time",
+    ]
+    for ch in CHAPTERS:
+        if ch.run_time:
+            run_time = ch.run_time
+        elif ch.stem in times:
+            run_time = _format_run_time(times[ch.stem])
+        else:
+            run_time = "not measured yet"
+        lines += [f"* - **{ch.title}**", "", f"    `{ch.stem}`, exercises `{ch.short}-ex<N>`"]
+        lines += [("  - + " if k == 0 else "    + ") + obj for k, obj in enumerate(ch.objectives)]
+        lines += [f"  - {run_time}"]
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def update_instructors_page(page: str | os.PathLike, check: bool = False) -> bool:
+    """Replace the generated table in ``page``; with ``check`` only report whether it is up to date."""
+    page = Path(page)
+    text = page.read_text(encoding="utf-8")
+    start, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"page must contain the table markers, {page} does not")
+    new = text[: start + len(TABLE_BEGIN)] + "\n" + instructors_table() + "\n" + text[end:]
+    if check:
+        return new == text
+    page.write_text(new, encoding="utf-8")
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m icl_book.assignments",
+        description="Student/instructor notebooks from the chapters, and an autograder.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="write student, instructor and nbgrader-source notebooks")
+    b.add_argument(
+        "--chapters", nargs="*", default=None, help="numbers, stems or short names (default: all)"
+    )
+    b.add_argument("--out", type=Path, default=Path("_build/assignments"), help="output directory")
+    b.add_argument("--chapters-dir", type=Path, default=CHAPTERS_DIR, help=argparse.SUPPRESS)
+    g = sub.add_parser("grade", help="execute submissions and write a CSV of scores")
+    g.add_argument("notebooks", nargs="+", type=Path)
+    g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")
+    g.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    g.add_argument(
+        "--notebook-timeout", type=int, default=3600, help="seconds per notebook (default 3600)"
+    )
+    g.add_argument("--kernel", default="python3", help="kernel name (default python3)")
+    t = sub.add_parser("table", help="print the instructors page's chapter table")
+    t.add_argument("--write", type=Path, default=None, help="update the table in this page")
+    t.add_argument("--check", action="store_true", help="with --write: fail if the page is stale")
+    args = parser.parse_args(argv)
+
+    if args.command == "build":
+        try:
+            written = build(args.chapters, args.out, args.chapters_dir)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for path in written:
+            print(f"wrote {path}")
+        return 0
+    if args.command == "grade":
+        if args.timeout <= 0 or args.notebook_timeout <= 0:
+            print("error: --timeout and --notebook-timeout must be > 0", file=sys.stderr)
+            return 2
+        results = grade(
+            args.notebooks,
+            args.out,
+            timeout=args.timeout,
+            notebook_timeout=args.notebook_timeout,
+            kernel_name=args.kernel,
+            log=sys.stderr,
+        )
+        if args.out is None:
+            writer = csv.writer(sys.stdout)
+            writer.writerow(["student", "exercise", "score", "max_score", "message"])
+            for r in results:
+                writer.writerow([r.student, r.exercise, r.score, r.max_score, r.message])
+        else:
+            print(f"wrote {args.out} ({len(results)} rows)", file=sys.stderr)
+        return 0
+    if args.write is None:
+        print(instructors_table())
+        return 0
+    if args.check:
+        ok = update_instructors_page(args.write, check=True)
+        print(
+            "up to date" if ok else f"{args.write} is stale: run without --check", file=sys.stderr
+        )
+        return 0 if ok else 1
+    update_instructors_page(args.write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

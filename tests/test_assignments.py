@@ -1,0 +1,697 @@
+"""Tests of icl_book.assignments: student/instructor notebooks, the autograder, the instructors page.
+
+The unit tests use a small synthetic chapter (built in a tmp dir, with its own check module that uses the
+real framework of icl_book.checks), so they do not depend on any chapter of the book. The integration test
+at the end runs over every chapter notebook that exists.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import textwrap
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from icl_book import assignments as A
+
+ROOT = Path(__file__).resolve().parent.parent
+
+INSTALL = (
+    "# Colab only: install the book's support package from its repository.\n"
+    "import sys\n\n"
+    'if "google.colab" in sys.modules:\n'
+    '    %pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
+)
+
+# A chapter that follows CONTRIBUTING.md. SECRET* strings mark solution content that must never reach
+# the student notebook.
+DEMO_MD = textwrap.dedent(
+    """\
+    ---
+    jupytext:
+      formats: ipynb,md:myst
+      text_representation:
+        extension: .md
+        format_name: myst
+        format_version: 0.13
+        jupytext_version: 1.19.6
+    kernelspec:
+      display_name: Python 3 (ipykernel)
+      language: python
+      name: python3
+    ---
+
+    (chapter-demo)=
+    # A demo chapter
+
+    **Overview.** Nothing but exercises.
+
+    ```{code-cell} ipython3
+    :tags: [remove-cell]
+
+    INSTALL
+    ```
+
+    ```{code-cell} ipython3
+    from demochecks import check_demo_ex1, check_demo_ex3
+
+    SCALE = 3
+    ```
+
+    ## Exercises
+
+    ```{exercise}
+    :label: demo-ex1
+
+    Write `scaled(x)` returning `SCALE * x`.
+    ```
+
+    ```{solution-start} demo-ex1
+    :class: dropdown
+    ```
+
+    Multiply by the factor defined above, SECRETPROSE1 is the trick.
+
+    ```{code-cell} ipython3
+    def scaled(x):
+        ### BEGIN SOLUTION
+        return SCALE * x  # SECRETCODE1
+        ### END SOLUTION
+    ```
+
+    ```{solution-end}
+    ```
+
+    ```{code-cell} ipython3
+    check_demo_ex1(scaled)
+    ```
+
+    ```{exercise}
+    :label: demo-ex2
+
+    Derive something.
+    ```
+
+    ```{solution-start} demo-ex2
+    :class: dropdown
+    ```
+
+    The derivation goes like this: SECRETPROSE2 and so on.
+
+    ```{code-cell} ipython3
+    print("numerical confirmation SECRETCODE2")
+    ```
+
+    ```{solution-end}
+    ```
+
+    ```{exercise}
+    :label: demo-ex3
+
+    Write `clipped_square(x)`: the square of positive `x`, else 0.
+    ```
+
+    ```{solution-start} demo-ex3
+    :class: dropdown
+    ```
+
+    ```{code-cell} ipython3
+    def clipped_square(x):
+        x = float(x)
+        if x > 0:
+            ### BEGIN SOLUTION
+            return x * x  # SECRETCODE3
+            ### END SOLUTION
+        return 0.0
+    ```
+
+    ```{solution-end}
+    ```
+
+    ```{code-cell} ipython3
+    check_demo_ex3(clipped_square)
+    ```
+
+    ```{exercise}
+    :label: demo-ex4
+
+    Explain something.
+    ```
+
+    ::::{solution} demo-ex4
+    :class: dropdown
+
+    Because SECRETPROSE4 holds.
+    ::::
+
+    That is all.
+    """
+).replace("INSTALL", INSTALL)
+
+DEMO_CHECKS = textwrap.dedent(
+    """\
+    from icl_book.checks import call_answer, passed, require_close
+
+
+    def check_demo_ex1(func):
+        label = "demo-ex1"
+        got = [call_answer(label, func, x) for x in (1.0, -2.0)]
+        require_close(label, got, [3.0, -6.0], rtol=0, atol=1e-12, hint="use the chapter's SCALE")
+        return passed(label)
+
+
+    def check_demo_ex3(func):
+        label = "demo-ex3"
+        got = [call_answer(label, func, x) for x in (2.0, -1.0)]
+        require_close(label, got, [4.0, 0.0], rtol=0, atol=1e-12, hint="look at negative inputs")
+        return passed(label)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    """A chapters dir with chapters/07_demo.md and the check module demochecks.py beside it."""
+    d = tmp_path_factory.mktemp("demo")
+    (d / "chapters").mkdir()
+    (d / "chapters" / "07_demo.md").write_text(DEMO_MD)
+    (d / "demochecks.py").write_text(DEMO_CHECKS)
+    return d
+
+
+@pytest.fixture(scope="module")
+def demo_nb(demo_dir):
+    return jupytext.read(demo_dir / "chapters" / "07_demo.md")
+
+
+@pytest.fixture(scope="module")
+def student(demo_nb):
+    return A.student_notebook(demo_nb, "07_demo")
+
+
+@pytest.fixture(scope="module")
+def instructor(demo_nb):
+    return A.instructor_notebook(demo_nb, "07_demo")
+
+
+def _all_text(nb) -> str:
+    return "\n".join(c.source for c in nb.cells)
+
+
+def _cell_with(nb, text):
+    (cell,) = [c for c in nb.cells if text in c.source]
+    return cell
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pure transformations (no kernel)
+# ---------------------------------------------------------------------------------------------------
+def test_stub_keeps_indentation_and_surrounding_lines():
+    src = "def f(x):\n    y = 1\n    if x:\n        ### BEGIN SOLUTION\n        return 2\n        ### END SOLUTION\n    return y"
+    new, n = A.stub_solution(src)
+    assert n == 1
+    assert (
+        new == "def f(x):\n    y = 1\n    if x:\n        raise NotImplementedError()\n    return y"
+    )
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
+def test_stub_rejects_unbalanced_markers(src):
+    with pytest.raises(A.AssignmentError):
+        A.stub_solution(src)
+
+
+def test_check_cell_detection():
+    code = nbformat.v4.new_code_cell
+    assert A.check_call(code("check_demo_ex1(f)")) == "check_demo_ex1"
+    assert (
+        A.check_call(code("from icl_book import checks\nchecks.check_lsa_ex12(f, n=3)"))
+        == "check_lsa_ex12"
+    )
+    assert A.check_call(code("%matplotlib inline\ncheck_demo_ex1(f)")) == "check_demo_ex1"
+    # imports, definitions, two checks in one cell, markdown: not check cells
+    assert (
+        A.check_call(code("from icl_book.checks import (check_demo_ex1, check_demo_ex2)")) is None
+    )
+    assert A.check_call(code("def check_demo_ex1(f):\n    pass")) is None
+    assert A.check_call(code("check_demo_ex1(f)\ncheck_demo_ex2(g)")) is None
+    assert A.check_call(nbformat.v4.new_markdown_cell("check_demo_ex1(f)")) is None
+    assert A.check_label("check_asymptotics_ex3") == "asymptotics-ex3"
+    assert A.check_label("checker") is None
+
+
+def test_student_notebook_has_no_solutions(student, instructor):
+    text = _all_text(student)
+    assert not re.search(r"SECRET(CODE|PROSE)\d", text), (
+        "solution content left in the student notebook"
+    )
+    assert (
+        "BEGIN SOLUTION" not in text and "solution-start" not in text and "{solution}" not in text
+    )
+    assert A.solution_leaks(student, instructor) == []
+    # the scanner itself can fail: the instructor notebook is full of solutions
+    assert len(A.solution_leaks(instructor, instructor)) >= 6
+    leaky = nbformat.from_dict(
+        nbformat.v4.new_notebook(
+            cells=[
+                nbformat.v4.new_code_cell(
+                    "# Multiply by the factor defined above, SECRETPROSE1 is the trick."
+                )
+            ]
+        )
+    )
+    assert A.solution_leaks(leaky, instructor)
+
+
+def test_student_notebook_keeps_statements_stubs_checks_and_install_cell(student, demo_nb):
+    text = _all_text(student)
+    for label in ("demo-ex1", "demo-ex2", "demo-ex3", "demo-ex4"):
+        assert f":label: {label}" in text  # the exercise statements stay
+    assert "That is all." in text  # prose after a solution block stays
+    assert (
+        _cell_with(student, "def scaled").source
+        == "def scaled(x):\n    raise NotImplementedError()"
+    )
+    assert _cell_with(student, "def clipped_square").source == (
+        "def clipped_square(x):\n    x = float(x)\n    if x > 0:\n        raise NotImplementedError()\n    return 0.0"
+    )
+    assert (
+        _cell_with(student, "google.colab").source == demo_nb.cells[1].source
+    )  # install cell intact
+    assert _cell_with(student, "google.colab").metadata["tags"] == ["remove-cell"]
+    for label in ("ex1", "ex3"):
+        check = _cell_with(student, f"check_demo_{label}(")
+        assert (
+            check.metadata["nbgrader"]["grade"] is True
+            and check.metadata["nbgrader"]["points"] == 1
+        )
+    # written exercises get an answer cell; coding ones do not
+    answers = [c for c in student.cells if c.source == A.ANSWER_STUB]
+    assert [c.metadata["nbgrader"]["grade_id"] for c in answers] == [
+        "demo-ex2-answer",
+        "demo-ex4-answer",
+    ]
+    assert all(c.get("outputs", []) == [] for c in student.cells if c.cell_type == "code")
+    nbformat.validate(student)
+    kinds = {e["label"]: e["kind"] for e in student.metadata["icl_book"]["exercises"]}
+    assert kinds == {
+        "demo-ex1": "coding",
+        "demo-ex2": "written",
+        "demo-ex3": "coding",
+        "demo-ex4": "written",
+    }
+
+
+def test_instructor_notebook_keeps_everything(instructor, demo_nb):
+    sources = [c.source for c in instructor.cells]
+    assert sources == [c.source for c in demo_nb.cells]
+    assert "SECRETCODE2" in _all_text(instructor) and "SECRETPROSE4" in _all_text(instructor)
+    assert _cell_with(instructor, "def scaled").metadata["nbgrader"]["solution"] is True
+
+
+def _nbgrader_cells(nb):
+    return [c for c in nb.cells if "nbgrader" in c.metadata]
+
+
+@pytest.mark.parametrize("edition", ["student", "instructor", "nbgrader"])
+def test_nbgrader_metadata_follows_nbgraders_rules(demo_nb, edition):
+    nb = {
+        "student": A.student_notebook,
+        "instructor": A.instructor_notebook,
+        "nbgrader": A.nbgrader_source_notebook,
+    }[edition](demo_nb)
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in _nbgrader_cells(nb)]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[A-Za-z0-9_\-]+", i) for i in ids)
+    for c in _nbgrader_cells(nb):
+        meta = c.metadata["nbgrader"]
+        assert meta["schema_version"] == 3
+        if meta["grade"]:
+            assert float(meta["points"]) >= 0
+        if c.cell_type == "markdown":  # nbgrader: markdown cells are grade AND solution, or neither
+            assert meta["grade"] == meta["solution"]
+        if "BEGIN SOLUTION" in c.source:
+            assert meta["solution"]
+    assert all("nbgrader" in c.metadata for c in nb.cells if "BEGIN SOLUTION" in c.source), (
+        "nbgrader refuses solution regions outside solution cells"
+    )
+
+
+def test_nbgrader_release_equals_student_notebook(demo_nb, student):
+    """What nbgrader's ClearSolutions makes of the nbgrader source is our student notebook."""
+    source = A.nbgrader_source_notebook(demo_nb)
+    assert "SECRETCODE1" in _all_text(source) and "SECRETPROSE1" not in _all_text(source)
+    released = []
+    for c in source.cells:
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code":
+            released.append(A.stub_solution(c.source)[0])
+        else:
+            released.append(c.source)
+    assert [s for s in released] == [
+        c.source for c in student.cells if not c.source.startswith("> **Student edition")
+    ]
+
+
+def test_written_exercise_with_marked_code_gets_an_answer_cell():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            md("# T"),
+            md(
+                "```{exercise}\n:label: t-ex1\n\nDerive and confirm.\n```\n\n```{solution-start} t-ex1\n```\n\nSECRET"
+            ),
+            code("### BEGIN SOLUTION\nprint(1)\n### END SOLUTION"),
+            md("More SECRET.\n\n```{solution-end}\n```\n\nAfter."),
+        ]
+    )
+    student = A.student_notebook(nb)
+    sources = [c.source for c in student.cells]
+    assert sources[-3:] == ["raise NotImplementedError()", A.ANSWER_STUB, "After."]
+    assert "SECRET" not in _all_text(student)
+
+
+def test_misplaced_check_is_an_error(demo_nb):
+    bad = nbformat.from_dict(demo_nb)
+    i = next(k for k, c in enumerate(bad.cells) if "check_demo_ex3(" in c.source)
+    j = next(k for k, c in enumerate(bad.cells) if "def clipped_square" in c.source)
+    bad.cells[j], bad.cells[i] = bad.cells[i], bad.cells[j]  # check now inside the solution block
+    with pytest.raises(A.AssignmentError, match="inside a solution block"):
+        A.student_notebook(bad)
+
+
+def test_build_cli_writes_three_editions(demo_dir, tmp_path):
+    out = tmp_path / "out"
+    argv = [
+        "build",
+        "--chapters",
+        "07",
+        "--out",
+        str(out),
+        "--chapters-dir",
+        str(demo_dir / "chapters"),
+    ]
+    assert A.main(argv) == 0
+    for rel in (
+        "student/07_demo.ipynb",
+        "instructor/07_demo.ipynb",
+        "nbgrader/source/07_demo/07_demo.ipynb",
+    ):
+        nbformat.validate(nbformat.read(out / rel, as_version=4))
+    assert A.chapter_files(["demo"], demo_dir / "chapters") == [
+        demo_dir / "chapters" / "07_demo.md"
+    ]
+    assert (
+        A.main(
+            [
+                "build",
+                "--chapters",
+                "99",
+                "--out",
+                str(out),
+                "--chapters-dir",
+                str(demo_dir / "chapters"),
+            ]
+        )
+        == 2
+    )
+
+
+def test_registry_resolves_numbers_slugs_and_short_names():
+    assert A.chapter_info("02").short == "lsa"
+    assert A.chapter_info("2").stem == "02_lsa_gradient_descent"
+    assert A.chapter_info("asymptotics").number == "03"
+    assert A.chapter_info("nope") is None
+    assert (
+        len({c.stem for c in A.CHAPTERS})
+        == len({c.short for c in A.CHAPTERS})
+        == len(A.CHAPTERS)
+        == 7
+    )
+
+
+def test_every_chapter_is_registered_with_its_exercise_prefix():
+    for path in A.chapter_files(None, ROOT / "chapters"):
+        info = A.chapter_info(path.stem)
+        assert info is not None and info.stem == path.stem, f"{path.name} is missing from CHAPTERS"
+        nb = A.load_notebook(path)
+        labels = [A.check_label(A.check_call(c)) for c in nb.cells if A.check_call(c)]
+        assert labels, f"{path.name} has no check cell"
+        assert all(lbl.startswith(f"{info.short}-ex") for lbl in labels), labels
+        title = next(
+            ln[2:].strip()
+            for c in nb.cells
+            if c.cell_type == "markdown"
+            for ln in c.source.split("\n")
+            if ln.startswith("# ")
+        )
+        assert title == info.title, f"{path.name}: update CHAPTERS' title to {title!r}"
+
+
+def test_instructors_page_table_is_up_to_date():
+    page = ROOT / "chapters" / "instructors.md"
+    assert A.update_instructors_page(page, check=True), (
+        "chapters/instructors.md is stale: run `python -m icl_book.assignments table --write chapters/instructors.md`"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scoring executed notebooks (no kernel: synthetic outputs)
+# ---------------------------------------------------------------------------------------------------
+def _executed(demo_nb, outputs):
+    nb = A.instructor_notebook(demo_nb)
+    for label, outs in outputs.items():
+        cell = _cell_with(nb, f"check_demo_{label}(")
+        cell.outputs = [nbformat.from_dict(o) for o in outs]
+        cell.execution_count = 1 if outs is not None else None
+    return nb
+
+
+def test_score_reads_check_outputs(demo_nb):
+    ok = {"output_type": "stream", "name": "stdout", "text": "demo-ex1: correct\n"}
+    fail = {
+        "output_type": "error",
+        "ename": "CheckFailed",
+        "evalue": "demo-ex3: not quite. Hint: look",
+        "traceback": [],
+    }
+    rows = A.score_notebook(_executed(demo_nb, {"ex1": [ok], "ex3": [fail]}), "ann")
+    assert [(r.student, r.exercise, r.score, r.max_score) for r in rows] == [
+        ("ann", "demo-ex1", 1, 1),
+        ("ann", "demo-ex3", 0, 1),
+    ]
+    assert rows[1].message == "demo-ex3: not quite. Hint: look"
+    crash = {
+        "output_type": "error",
+        "ename": "NameError",
+        "evalue": "name 'scaled' is not defined",
+        "traceback": [],
+    }
+    printed_only = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
+    rows = A.score_notebook(_executed(demo_nb, {"ex1": [crash], "ex3": [printed_only]}))
+    assert rows[0].score == 0 and rows[0].message.startswith("NameError")
+    assert rows[1].score == 0 and "did not report" in rows[1].message
+    nb = _executed(demo_nb, {"ex1": [ok]})
+    nb.cells = [c for c in nb.cells if "check_demo_ex3(" not in c.source]
+    rows = A.score_notebook(nb)
+    assert [(r.exercise, r.score, r.message) for r in rows][1] == (
+        "demo-ex3",
+        0,
+        "check cell missing",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Grading a batch of submissions (real kernels)
+# ---------------------------------------------------------------------------------------------------
+def _edit(nb, old, new):
+    nb = nbformat.from_dict(nb)
+    cell = _cell_with(nb, old)
+    cell.source = cell.source.replace(old, new)
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(demo_dir, demo_nb, student, tmp_path_factory):
+    """Grade one batch: instructor, untouched student, partial (+crashing cell, +cheat), loop, dead kernel, corrupt."""
+    subs = tmp_path_factory.mktemp("subs")
+    inst = A.instructor_notebook(demo_nb)
+    partial = _edit(
+        student,
+        "def scaled(x):\n    raise NotImplementedError()",
+        "def scaled(x):\n    return SCALE * x",
+    )
+    partial = _edit(
+        partial,
+        "def clipped_square",
+        "def check_demo_ex3(f):\n    print('demo-ex3: correct')\n\n\ndef clipped_square",
+    )
+    partial.cells.insert(3, nbformat.v4.new_code_cell("1 / 0"))
+    loop = _edit(
+        student,
+        "def scaled(x):\n    raise NotImplementedError()",
+        "def scaled(x):\n    while True:\n        pass",
+    )
+    dead = nbformat.from_dict(student)
+    dead.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    books = {
+        "1_loop": loop,
+        "2_instructor": inst,
+        "3_untouched": student,
+        "4_partial": partial,
+        "5_dead": dead,
+    }
+    paths = []
+    for name, nb in books.items():
+        nbformat.write(nb, subs / f"{name}.ipynb")
+        paths.append(subs / f"{name}.ipynb")
+    (subs / "6_corrupt.ipynb").write_text("{ this is not json")
+    paths.append(subs / "6_corrupt.ipynb")
+    report = subs / "report.csv"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYTHONPATH", str(demo_dir))  # the kernels import demochecks
+    try:
+        # 8 s per cell: the loop costs 8 s; every legitimate cell here takes well under a second.
+        rc = A.main(["grade", *map(str, paths), "--out", str(report), "--timeout", "8"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    with report.open() as fh:
+        rows = list(csv.DictReader(fh))
+    return {(r["student"], r["exercise"]): r for r in rows}
+
+
+@pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
+def test_grade_instructor_full_marks(graded):
+    for ex in ("demo-ex1", "demo-ex3"):
+        row = graded[("2_instructor", ex)]
+        assert (row["score"], row["max_score"], row["message"]) == ("1", "1", f"{ex}: correct")
+
+
+@pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
+def test_grade_untouched_student_zero_with_hint(graded):
+    for ex in ("demo-ex1", "demo-ex3"):
+        row = graded[("3_untouched", ex)]
+        assert row["score"] == "0" and row["message"].startswith(f"{ex}: not implemented yet")
+
+
+@pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
+def test_grade_partial_survives_crash_and_cheat(graded):
+    assert graded[("4_partial", "demo-ex1")]["score"] == "1"  # after a ZeroDivisionError cell
+    cheat = graded[("4_partial", "demo-ex3")]  # the redefined check is replaced by the real one
+    assert cheat["score"] == "0" and "not implemented yet" in cheat["message"]
+
+
+@pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
+def test_grade_infinite_loop_times_out_and_batch_continues(graded):
+    assert graded[("1_loop", "demo-ex1")]["message"] == "timeout"
+    assert graded[("1_loop", "demo-ex3")]["message"] == "timeout"
+    assert graded[("1_loop", "demo-ex1")]["score"] == "0"
+
+
+@pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
+def test_grade_dead_kernel_and_corrupt_file(graded):
+    for ex in ("demo-ex1", "demo-ex3"):
+        assert (graded[("5_dead", ex)]["score"], graded[("5_dead", ex)]["message"]) == (
+            "0",
+            "kernel died",
+        )
+    row = graded[("6_corrupt", "*")]
+    assert row["score"] == "0" and row["message"].startswith("unreadable notebook")
+
+
+@pytest.mark.slow
+def test_notebook_timeout_stops_the_notebook():
+    cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(6)]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    start = time.monotonic()
+    run = A.execute_notebook(nb, timeout=60, notebook_timeout=4)
+    assert run.reason == "timeout" and 1 <= run.stopped_at <= 3, run
+    assert (
+        time.monotonic() - start < 30
+    )  # kernel start-up + 4 s, not 6 x 1.5 s + waiting for the loop
+    assert nb.cells[-1].execution_count is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Integration: every chapter of the book
+# ---------------------------------------------------------------------------------------------------
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def _solution_names(nb) -> set[str]:
+    """Names assigned or defined in the solution cells of ``nb`` (parsed with ast)."""
+    import ast
+
+    names = set()
+    for c in nb.cells:
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"):
+            for node in ast.walk(ast.parse(c.source)):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+                elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                    names.add(node.name)
+    return names
+
+
+CHAPTER_NOTEBOOKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CHAPTER_NOTEBOOKS, ids=[p.stem for p in CHAPTER_NOTEBOOKS])
+def test_chapter_assignments(path):
+    """Student notebook: no solutions, every check fails with its hint; instructor: every check passes.
+
+    The instructor notebook is scored from the committed executed outputs (nbval re-executes them in
+    `make test`, so they are what the code produces). The student notebook must run: to keep this cheap
+    only the install and import cells and the exercises section execute (the chapter body is the same
+    as in the instructor notebook and already checked by nbval); if a check then fails for another
+    reason than CheckFailed (e.g. it needs a name from the body), the whole notebook runs.
+    """
+    nb = A.load_notebook(path)
+    student, instructor = A.student_notebook(nb, path.stem), A.instructor_notebook(nb, path.stem)
+    assert A.solution_leaks(student, instructor) == []
+
+    rows = A.score_notebook(instructor, "instructor")
+    assert rows and all(r.score == r.max_score > 0 for r in rows), [
+        (r.exercise, r.message) for r in rows
+    ]
+    labels = {r.exercise for r in rows}
+
+    code = [i for i, c in enumerate(student.cells) if c.cell_type == "code"]
+    start = A.exercise_section_start(student)
+    cheap = set(code[:2]) | {i for i in code if i >= start}
+    for cells in (cheap, None):
+        run_nb = nbformat.from_dict(student)
+        run = A.execute_notebook(run_nb, timeout=300, notebook_timeout=900, cells=cells)
+        assert run.reason is None, run.reason
+        checks = [c for c in run_nb.cells if A.check_call(c)]
+        errors = [next((o for o in c.outputs if o.output_type == "error"), None) for c in checks]
+        if all(e is not None and e.ename == "CheckFailed" for e in errors):
+            break
+        # A name that only a solution defines stays undefined however much of the body runs.
+        missing = {m for e in errors if e is not None for m in _UNDEFINED.findall(e.evalue)}
+        if missing & _solution_names(instructor):
+            break
+    assert {A.check_label(A.check_call(c)) for c in checks} == labels
+    for cell, err in zip(checks, errors, strict=True):
+        label = A.check_label(A.check_call(cell))
+        assert err is not None, f"{label} passed on the stub"
+        assert err.ename == "CheckFailed", (
+            f"{label}: the check crashed on the student notebook: {err.ename}: {err.evalue}. "
+            "Put the solution inside a function, or define the answer's name before ### BEGIN SOLUTION, "
+            "so that the check receives the stub and fails with its hint."
+        )
+        assert label in err.evalue
+    rows = A.score_notebook(run_nb, "student")
+    assert all(r.score == 0 for r in rows)

@@ -1,0 +1,245 @@
+"""The Colab path: the package as a wheel in a fresh virtual environment runs a chapter end to end.
+
+Colab has Python, NumPy, SciPy, Matplotlib, torch and Jupyter preinstalled and gets ``icl_book`` from the
+chapter's first cell (``%pip install "icl-book @ git+<repository.url>@<branch>"``). This file tests the two
+halves of that separately:
+
+- ``test_install_cell_points_at_the_repository``: every chapter's install cell uses ``_config.yml``'s
+  repository URL and branch, and only runs in Colab;
+- ``test_wheel_in_fresh_venv_runs_a_chapter``: the package built as a wheel and pip-installed into a fresh
+  venv outside the repository executes ``chapters/00_prologue.ipynb`` top to bottom with that venv's own
+  kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside the notebook).
+
+The wheel's dependencies (the transitive closure of its ``Requires-Dist``, plus ipykernel and nbclient to run
+a kernel) are *linked* into the fresh venv from the pinned toolchain instead of pip-installed again: the
+venv then holds exactly what the wheel declares and nothing else, and ``pip check`` verifies the
+requirements; the test takes ~30 s instead of minutes. Set ``ICL_BOOK_FULL_VENV=1`` to pip-install them
+for real from the package index (about a minute on an idle machine, ~7 minutes measured here under load;
+torch is pinned to requirements.txt's version, otherwise pip pulls a multi-GB CUDA build).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
+INSTALL_RE = re.compile(
+    r'%pip install (?:-q )?"(?P<name>[\w-]+) @ git\+(?P<url>\S+?)@(?P<branch>[\w./-]+)"'
+)
+
+
+def _repository():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]
+    return repo["url"].rstrip("/"), repo.get("branch", "master")
+
+
+def _install_cell(path):
+    import jupytext
+
+    nb = jupytext.read(path)
+    return next(c for c in nb.cells if c.cell_type == "code")
+
+
+def test_install_cell_points_at_the_repository():
+    url, branch = _repository()
+    sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+    assert sources, "no chapters"
+    for path in sources:
+        cell = _install_cell(path)
+        m = INSTALL_RE.search(cell.source)
+        assert m, f"{path.name}: the first code cell is not the Colab install cell"
+        assert m["url"] == url, f"{path.name} installs from {m['url']}, _config.yml says {url}"
+        assert m["branch"] == branch, (
+            f"{path.name} installs branch {m['branch']}, _config.yml says {branch}"
+        )
+        assert m["name"] == "icl-book"
+        guard = cell.source.index('if "google.colab" in sys.modules:')
+        assert guard < m.start(), f"{path.name}: the install must only run in Colab"
+
+
+def test_install_cell_regex_can_fail():
+    good = '%pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
+    assert INSTALL_RE.search(good)["url"] == "https://github.com/icl-book/icl-book"
+    assert INSTALL_RE.search(good.replace("@main", "@dev"))["branch"] == "dev"
+    assert INSTALL_RE.search("%pip install icl-book") is None
+
+
+def _closure(names):
+    """Distributions (in this environment) needed by ``names``, following Requires-Dist without extras."""
+    seen, todo = {}, list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        dist = metadata.distribution(name)
+        seen[name] = dist
+        for req in dist.requires or []:
+            r = Requirement(req)
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(r.name)
+    return seen
+
+
+def _link_distributions(dists, site):
+    """Symlink every top-level file or directory of ``dists`` into ``site``."""
+    for dist in dists.values():
+        base = Path(dist.locate_file(""))
+        for f in dist.files or []:
+            top = f.parts[0]
+            if top in ("..", "__pycache__") or top.endswith(".pth"):
+                continue
+            src, dst = base / top, site / top
+            if src.exists() and not dst.exists():
+                dst.symlink_to(src, target_is_directory=src.is_dir())
+
+
+def _run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert proc.returncode == 0, f"{cmd[:4]} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+RUNNER = textwrap.dedent(
+    """\
+    import sys
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(sys.argv[1], as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="icl-fresh", resources={"metadata": {"path": sys.argv[3]}}).execute()
+    nbformat.write(nb, sys.argv[2])
+    """
+)
+
+
+@pytest.mark.slow
+def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
+    if not CHAPTER.exists():
+        pytest.skip(f"{CHAPTER.name} does not exist yet")
+    # 1. The wheel, built from a copy of the sources (pip builds in-tree and would leave build/ in the repo).
+    src = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "icl_book", src / "icl_book", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, src / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    _run(
+        [
+            *pip,
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ]
+    )
+    (wheel,) = (tmp_path / "dist").glob("icl_book-*.whl")
+
+    # 2. A fresh venv outside the repository.
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    py = venv / "bin" / "python"
+    # pip of the toolchain installs into the venv (--python): no ensurepip, same pip behaviour.
+    vpip = [*pip, "--python", str(py), "-q"]
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND", "PYTHONHOME")
+    }
+    site = Path(
+        _run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+        ).stdout.strip()
+    )
+
+    # 3. Install the wheel and what a Colab runtime already has.
+    if os.environ.get("ICL_BOOK_FULL_VENV") == "1":
+        torch_pin = next(
+            ln.strip()
+            for ln in (ROOT / "requirements.txt").read_text().splitlines()
+            if ln.startswith("torch==")
+        )
+        _run(
+            [*vpip, "install", str(wheel), "ipykernel", "nbclient", torch_pin],
+            env=env,
+            cwd=tmp_path,
+        )
+    else:
+        _run([*vpip, "install", "--no-deps", str(wheel)], env=env, cwd=tmp_path)
+        import zipfile
+
+        with zipfile.ZipFile(wheel) as zf:
+            meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            text = zf.read(meta).decode()
+        requires = [
+            Requirement(ln.split(":", 1)[1].strip())
+            for ln in text.splitlines()
+            if ln.startswith("Requires-Dist:")
+        ]
+        needed = [r.name for r in requires if r.marker is None or r.marker.evaluate({"extra": ""})]
+        assert {"numpy", "torch"} <= {canonicalize_name(n) for n in needed}
+        _link_distributions(_closure([*needed, "ipykernel", "nbclient"]), site)
+        _run([*vpip, "check"], env=env, cwd=tmp_path)
+
+    # 4. The venv's own kernel, found through a private JUPYTER_PATH.
+    kernels = tmp_path / "jupyter" / "kernels" / "icl-fresh"
+    kernels.mkdir(parents=True)
+    spec = {
+        "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh",
+        "language": "python",
+    }
+    (kernels / "kernel.json").write_text(json.dumps(spec))
+    env.update(
+        JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data")
+    )
+
+    # 5. Execute the chapter there, with a last cell reporting where the package came from.
+    run = tmp_path / "run"
+    run.mkdir()
+    nb = nbformat.read(CHAPTER, as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import importlib.util, sys, icl_book\n"
+            "print(sys.prefix)\nprint(icl_book.__file__)\n"
+            "print(importlib.util.find_spec('jupytext') is None)"  # the toolchain is not visible
+        )
+    )
+    nbformat.write(nb, run / "chapter.ipynb")
+    (run / "runner.py").write_text(RUNNER)
+    _run(
+        [str(py), "runner.py", "chapter.ipynb", "executed.ipynb", str(run)],
+        env=env,
+        cwd=run,
+        timeout=900,
+    )
+
+    done = nbformat.read(run / "executed.ipynb", as_version=4)
+    code = [c for c in done.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    prefix, module, isolated = code[-1].outputs[0]["text"].split()
+    assert isolated == "True", "the fresh venv sees packages the wheel does not declare"
+    assert Path(prefix).resolve() == venv.resolve()
+    assert Path(module).resolve().is_relative_to(site.resolve()), module
+    assert ROOT not in Path(module).resolve().parents
+    printed = "".join(o.get("text", "") for c in code for o in c.outputs)
+    assert "prologue-ex1: correct" in printed
