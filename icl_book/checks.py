@@ -20,6 +20,7 @@ __all__ += ["check_hermite_ex1", "check_hermite_ex3"]  # hermite
 __all__ += ["check_lsa_ex1", "check_lsa_ex2", "check_lsa_ex4"]  # lsa
 __all__ += ["check_nonlinear_ex1", "check_nonlinear_ex3"]  # nonlinear
 __all__ += ["check_glu_ex1", "check_glu_ex2", "check_glu_ex4"]  # glu
+__all__ += ["check_depth_ex2", "check_depth_ex3"]  # depth
 __all__ += [
     "check_asymptotics_ex1",
     "check_asymptotics_ex3",
@@ -537,5 +538,53 @@ def check_asymptotics_ex4(simulate_icl) -> Passed:
                 f"{label}: not quite. Hint: at τ = {tau} your mean is {np.mean(sims):.3f}; check d = 40, "
                 "α = 1 (ℓ = 40), κ = ∞, the noise variance ρ and ridge 0, and that the error is e_ICL on "
                 "fresh tasks."
+            )
+    return passed(label)
+
+
+# --- depth: checks of chapters/06_depth_block_coordinate_descent.md ---
+
+
+def check_depth_ex2(bcd_predict) -> Passed:
+    """``bcd_predict(xs, ys, x_query, feature_blocks, eta, n_cycles) -> (B,)``: cyclic block-coordinate GD."""
+    from .estimators import block_coordinate_gd_predict
+    from .features import partition_features
+
+    label = "depth-ex2"
+    rng = np.random.default_rng(606)
+    cases = [(1, 3, 1, 6, 0.3, 1), (2, 2, 2, 15, 0.5, 3), (3, 3, 4, 25, 0.2, 2)]
+    for d, p, size, n, eta, cycles in cases:
+        blocks = partition_features(d, p, size, kind="legendre")
+        xs = rng.uniform(-1, 1, (5, n, d))
+        ys = rng.standard_normal((5, n))
+        xq = rng.uniform(-1, 1, (5, d))
+        got = call_answer(label, bcd_predict, xs, ys, xq, blocks, eta, cycles)
+        expected = block_coordinate_gd_predict(xs, ys, xq, blocks, eta, cycles)
+        require_close(
+            label,
+            got,
+            expected,
+            rtol=1e-9,
+            atol=1e-12,
+            hint="start from r = y and ŷ = 0; visit the blocks in order, n_cycles times; each step uses the "
+            "current residuals, the factor η/N, and updates both the residuals and the query's prediction.",
+        )
+    return passed(label)
+
+
+def check_depth_ex3(min_layers) -> Passed:
+    """``min_layers(dim, degree, width) -> int``: ``⌈(C(d+p, p) − 1) / (width − d − 2)⌉`` layers per cycle."""
+    from math import ceil, comb
+
+    label = "depth-ex3"
+    cases = [(1, 1, 4), (2, 3, 6), (3, 3, 9), (3, 2, 14), (5, 3, 10), (10, 2, 20), (4, 4, 7)]
+    for d, p, width in cases:
+        got = call_answer(label, min_layers, d, p, width)
+        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+            raise CheckFailed(f"{label}: return an integer, got {type(got).__name__}")
+        if int(got) != ceil((comb(d + p, p) - 1) / (width - d - 2)):
+            raise CheckFailed(
+                f"{label}: not quite for d = {d}, p = {p}, width = {width}. Hint: how many scratch slots does a "
+                "token of this width have, and how many features of degree 1..p must be written in one cycle?"
             )
     return passed(label)

@@ -1,0 +1,271 @@
+"""Linear self-attention (LSA) and its one-step gradient-descent construction (chapter 2, ``SCIENCE.md`` §2).
+
+Tokens and layer
+----------------
+A prompt ``(x_1, y_1, …, x_N, y_N, x_q)`` is the token matrix
+
+``Z = [[x_1 … x_N, x_q], [y_1 … y_N, 0]] ∈ R^{(d+1)×(N+1)}``
+
+(one column per token, the query's label slot empty), and one LSA layer maps it to
+
+``LSA(Z) = Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``,  ``M = diag(I_N, 0)``:
+
+the mask ``M`` keeps the query out of the keys and values. ``W^{KQ} = W_Kᵀ W_Q`` and ``W^{PV} = W_P W_V`` are
+the merged key-query and projection-value matrices, both ``(d+1)×(d+1)``.
+
+Sign convention
+---------------
+As in von Oswald et al. (2023), the model's prediction is *minus* the bottom-right entry,
+``ŷ = −[LSA(Z)]_{d+1, N+1}``, and the GD construction puts ``−η`` in ``W^{PV}``:
+
+``W^{KQ} = [[Γᵀ, 0], [0, 0]]``, ``W^{PV} = [[0, 0], [0, −η]]``  ⇒  ``ŷ = x_qᵀ Γ (η/N) Σ_i y_i x_i``,
+
+one (preconditioned) GD step from ``w = 0`` on ``L(w) = (1/2N) Σ_i (wᵀx_i − y_i)²``. With this convention
+the preconditioner implemented by any weights of that shape is ``Γ = −W^{PV}_{d+1,d+1} · (W^{KQ}_{1:d,1:d})ᵀ``
+(see :meth:`LinearSelfAttention.preconditioner`). The transpose matters only for a non-symmetric ``Γ``: the
+key-query score of token ``i`` is ``z_iᵀ W^{KQ} z_q = x_iᵀ Γᵀ x_q = x_qᵀ Γ x_i``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validate import (
+    check_prompt_shapes,
+    finite_float,
+    positive_float,
+    positive_int,
+    square_matrix,
+)
+
+__all__ = [
+    "token_matrix",
+    "lsa_forward",
+    "gd_lsa_weights",
+    "lsa_predict",
+    "LinearSelfAttention",
+]
+
+
+def token_matrix(xs, ys, x_query) -> np.ndarray:
+    """Stack prompts into token matrices ``Z``; shape ``(B, d+1, N+1)``.
+
+    Column ``i < N`` is ``(x_i, y_i)``; the last column is the query ``(x_q, 0)``.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    b, _, d = xs.shape
+    ctx = np.concatenate([xs, ys[..., None]], axis=2)  # (B, N, d+1)
+    query = np.concatenate([x_query, np.zeros((b, 1))], axis=1)[:, None, :]  # (B, 1, d+1)
+    return np.concatenate([ctx, query], axis=1).transpose(0, 2, 1)
+
+
+def _weights(W_KQ, W_PV, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    return square_matrix("W_KQ", W_KQ, dim + 1), square_matrix("W_PV", W_PV, dim + 1)
+
+
+def lsa_forward(Z, W_KQ, W_PV) -> np.ndarray:
+    """One LSA layer ``LSA(Z) = Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with ``M = diag(I_N, 0)``.
+
+    Parameters
+    ----------
+    Z
+        ``(B, d+1, N+1)`` token matrices (see :func:`token_matrix`), or one ``(d+1, N+1)`` matrix.
+    W_KQ, W_PV
+        ``(d+1, d+1)`` weights.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``LSA(Z)``, same shape as ``Z``.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    single = Z.ndim == 2
+    if single:
+        Z = Z[None]
+    if Z.ndim != 3 or Z.shape[1] < 2 or Z.shape[2] < 2:
+        raise ValueError(
+            f"Z must have shape (B, d+1, N+1) or (d+1, N+1) with d, N >= 1, got {Z.shape}"
+        )
+    d, n = Z.shape[1] - 1, Z.shape[2] - 1
+    W_KQ, W_PV = _weights(W_KQ, W_PV, d)
+    mask = np.diag(np.r_[np.ones(n), 0.0])  # M = diag(I_N, 0): the query is neither key nor value
+    update = W_PV @ Z @ mask @ Z.transpose(0, 2, 1) @ W_KQ @ Z / n
+    out = Z + update
+    return out[0] if single else out
+
+
+def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarray, np.ndarray]:
+    """LSA weights whose prediction is one (preconditioned) GD step from ``w = 0``.
+
+    ``W_KQ = [[Γᵀ, 0], [0, 0]]`` and ``W_PV = [[0, 0], [0, −η]]`` (von Oswald et al.'s sign), so that
+    :func:`lsa_predict` returns ``x_qᵀ Γ (η/N) Σ_i y_i x_i`` = :func:`icl_book.estimators.one_step_gd_predict`.
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``.
+    eta
+        Step size ``η`` (any finite real).
+    preconditioner
+        ``Γ``, a finite ``(d, d)`` matrix (the theory uses symmetric positive definite ones, for which
+        ``Γᵀ = Γ``); identity when ``None``.
+
+    Returns
+    -------
+    W_KQ, W_PV
+        Two ``(d+1, d+1)`` float64 arrays.
+
+    Examples
+    --------
+    >>> W_KQ, W_PV = gd_lsa_weights(2, 0.5)
+    >>> W_PV[-1, -1]
+    np.float64(-0.5)
+    """
+    dim = positive_int("dim", dim)
+    eta = finite_float("eta", eta)
+    gamma = (
+        np.eye(dim)
+        if preconditioner is None
+        else square_matrix("preconditioner", preconditioner, dim)
+    )
+    W_KQ = np.zeros((dim + 1, dim + 1))
+    W_KQ[:dim, :dim] = (
+        gamma.T
+    )  # score x_iᵀ Γᵀ x_q = x_qᵀ Γ x_i, so any square Γ is reproduced exactly
+    W_PV = np.zeros((dim + 1, dim + 1))
+    W_PV[dim, dim] = -eta
+    return W_KQ, W_PV
+
+
+def lsa_predict(xs, ys, x_query, W_KQ, W_PV) -> np.ndarray:
+    """Prediction of one LSA layer at the query, ``ŷ = −[LSA(Z)]_{d+1, N+1}``; shape ``(B,)``.
+
+    Builds the token matrix ``Z`` (:func:`token_matrix`), applies :func:`lsa_forward` literally (mask and
+    ``1/N`` included) and reads the label slot of the query column with von Oswald et al.'s minus sign.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
+    W_KQ, W_PV
+        ``(d+1, d+1)`` weights (e.g. from :func:`gd_lsa_weights`).
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    d = xs.shape[2]
+    W_KQ, W_PV = _weights(W_KQ, W_PV, d)
+    return -lsa_forward(token_matrix(xs, ys, x_query), W_KQ, W_PV)[:, d, -1]
+
+
+class LinearSelfAttention(torch.nn.Module):
+    """One linear self-attention layer with both ``(d+1)×(d+1)`` matrices ``W_KQ`` and ``W_PV`` free.
+
+    ``forward(xs, ys, x_query)`` returns ``ŷ = −[LSA(Z)]_{d+1, N+1}`` (``(B,)``), the same number as
+    :func:`lsa_predict`, computed in ``O(B N d)`` as ``−(1/N) W_PV[d] · Σ_i z_i (z_iᵀ W_KQ z_q)`` (only the
+    query column's label entry is needed).
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``.
+    init_scale
+        Standard deviation of the i.i.d. Gaussian initial entries (``> 0``; the all-zero point is a saddle).
+    generator
+        ``torch.Generator`` for the initial weights (pass a seeded one for reproducible runs).
+    dtype
+        Parameter dtype (float64 by default).
+
+    Examples
+    --------
+    >>> model = LinearSelfAttention.from_weights(*gd_lsa_weights(3, 1.0))
+    >>> model.preconditioner().shape
+    (3, 3)
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        init_scale: float = 0.1,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
+        super().__init__()
+        self.dim = positive_int("dim", dim)
+        init_scale = positive_float("init_scale", init_scale)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+            )
+        shape = (self.dim + 1, self.dim + 1)
+        w_kq = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
+        w_pv = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
+        self.W_KQ = torch.nn.Parameter(w_kq)
+        self.W_PV = torch.nn.Parameter(w_pv)
+
+    @classmethod
+    def from_weights(cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64) -> LinearSelfAttention:
+        """Build a layer holding the given NumPy ``(d+1, d+1)`` weights (e.g. :func:`gd_lsa_weights`)."""
+        W_KQ = np.asarray(W_KQ, dtype=np.float64)
+        if W_KQ.ndim != 2 or W_KQ.shape[0] != W_KQ.shape[1] or W_KQ.shape[0] < 2:
+            raise ValueError(
+                f"W_KQ must be a square (d+1, d+1) matrix with d >= 1, got shape {W_KQ.shape}"
+            )
+        dim = W_KQ.shape[0] - 1
+        W_KQ, W_PV = _weights(W_KQ, W_PV, dim)
+        model = cls(dim, dtype=dtype)
+        with torch.no_grad():
+            model.W_KQ.copy_(torch.as_tensor(W_KQ, dtype=dtype))
+            model.W_PV.copy_(torch.as_tensor(W_PV, dtype=dtype))
+        return model
+
+    def forward(self, xs: torch.Tensor, ys: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
+        """``ŷ (B,)`` for ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)``."""
+        if xs.ndim != 3 or xs.shape[2] != self.dim:
+            raise ValueError(f"xs must have shape (B, N, {self.dim}), got {tuple(xs.shape)}")
+        b, n, _ = xs.shape
+        if tuple(ys.shape) != (b, n):
+            raise ValueError(
+                f"ys must have shape (B, N) = {(b, n)} to match xs, got {tuple(ys.shape)}"
+            )
+        if tuple(x_query.shape) != (b, self.dim):
+            raise ValueError(
+                f"x_query must have shape (B, d) = {(b, self.dim)} to match xs, got {tuple(x_query.shape)}"
+            )
+        ctx = torch.cat([xs, ys[..., None]], dim=2)  # (B, N, d+1): the key/value tokens z_i
+        zq = torch.cat(
+            [x_query, torch.zeros_like(x_query[:, :1])], dim=1
+        )  # (B, d+1): the query token
+        scores = torch.einsum("bnk,bk->bn", ctx, zq @ self.W_KQ.T)  # z_iᵀ W_KQ z_q
+        mixed = torch.einsum("bn,bnk->bk", scores, ctx) / n  # (1/N) Σ_i z_i (z_iᵀ W_KQ z_q)
+        return -(mixed @ self.W_PV[self.dim])
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """The current ``(W_KQ, W_PV)`` as float64 NumPy arrays."""
+        return (
+            self.W_KQ.detach().cpu().to(torch.float64).numpy().copy(),
+            self.W_PV.detach().cpu().to(torch.float64).numpy().copy(),
+        )
+
+    def preconditioner(self) -> np.ndarray:
+        """The preconditioner the layer applies to the labels; ``(d, d)`` NumPy.
+
+        Write ``A = W_KQ[:d, :d]``, ``c = W_KQ[d, :d]``, ``p_x = W_PV[d, :d]``, ``p_y = W_PV[d, d]``. The part of
+        the prediction that is odd in the labels is exactly ``x_qᵀ Γ (1/N) Σ_i y_i x_i`` with
+
+        ``Γ = −(p_y Aᵀ + c p_xᵀ)``.
+
+        For the GD construction (and for a well-trained layer) ``c = p_x = 0`` and this is
+        ``−W_PV[d, d] · W_KQ[:d, :d]ᵀ``, the key-query block times the value scalar (with von Oswald's sign).
+        The second term is a rank-one route to the same kind of term, which a badly initialised training run
+        can get stuck on (chapter 2). Only products of the weights are identifiable:
+        ``(W_KQ, W_PV) → (c W_KQ, W_PV / c)`` changes neither the prediction nor ``Γ``.
+        """
+        W_KQ, W_PV = self.weights()
+        d = self.dim
+        return -(W_PV[d, d] * W_KQ[:d, :d].T + np.outer(W_KQ[d, :d], W_PV[d, :d]))
