@@ -41,7 +41,7 @@ precision cannot do better, because ``μ_k`` itself grows like ``√k!`` (``μ_1
 ``erf(z)``, whose spacing of doubles is already ~1e-10).
 
 The named links of chapter 1 live in :data:`LINKS` with their closed forms
-(:meth:`Link.closed_form_coefficients`, :attr:`Link.second_moment_exact`); ``tanh`` has none.
+(:meth:`Link.closed_form_coefficients`, the field ``Link.second_moment_exact``); ``tanh`` has none.
 """
 
 from __future__ import annotations
