@@ -28,6 +28,7 @@ __all__ = [
     "optimal_preconditioned_risk",
     *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel", "n_polynomial_features"],
     *["one_step_kernel_gd_predict", "kernel_ridge_predict", "best_linear_risk_quadratic"],
+    "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
 ]
 
@@ -330,6 +331,44 @@ def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     noise_var = nonnegative_float("noise_var", noise_var)
     risk = noise_var + 2 * np.sum(a**2, axis=(-1, -2)) + np.trace(a, axis1=-2, axis2=-1) ** 2
     return float(risk) if a.ndim == 2 else risk
+
+
+def hermite_one_step_excess_risk(dim: int, context_len, noise_var: float = 0.0):
+    """Exact excess risk of one GD step (``η = 1``) on the Hermite features, averaged over random quadratics.
+
+    Features ``φ = [1; x; h(x)]`` (``p = (d+1)(d+2)/2``, identity covariance under ``x ~ N(0, I_d)``), tasks
+    ``A`` from :func:`icl_book.tasks.sample_quadratic_tasks` (``E_A[(xᵀAx)²] = 1``), noise ``σ²``. Writing
+    ``y = θᵀφ(x) + ε``, the step ``ĝ = (1/N) Σ_i y_i φ(x_i)`` is unbiased and its excess risk is exactly
+
+    ``E‖ĝ − θ‖² = (E[y² ‖φ(x)‖²] − ‖θ‖²) / N = (σ² p + d/2 + (d+4)(d+6)/2) / N``  for every ``N >= 1``
+
+    (use ``‖φ‖² = 1 + d/2 + ‖x‖⁴/2``, ``E_A[(xᵀAx)²] = ‖x‖⁴ / (d(d+2))`` and ``E‖x‖^{2k}`` of a ``χ²_d``).
+
+    Parameters
+    ----------
+    dim
+        ``d >= 1``.
+    context_len
+        ``N >= 1``, an int or an array of ints.
+    noise_var
+        ``σ² >= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The excess risk (risk minus ``σ²``), shaped like ``context_len``.
+    """
+    dim = positive_int("dim", dim)
+    noise_var = nonnegative_float("noise_var", noise_var)
+    n = np.asarray(context_len)
+    if not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
+        raise ValueError(
+            f"context_len must be an integer (or integer array) >= 1, got {context_len!r}"
+        )
+    p = (dim + 1) * (dim + 2) / 2
+    constant = noise_var * p + dim / 2 + (dim + 4) * (dim + 6) / 2
+    out = constant / n
+    return float(out) if out.ndim == 0 else out
 
 
 # --- depth: block-coordinate GD in a feature space, kernel least squares (chapter 6) ---

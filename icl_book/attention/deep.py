@@ -1,0 +1,644 @@
+"""Deep LSA+GLU stacks: cyclic block-coordinate descent in a feature space no single block can hold (chapter 6).
+
+Token layout (chapter 5's, :func:`icl_book.attention.glu_token_layout`): every token has width ``D = width``::
+
+    e = [ x (d) ; 1 ; scratch (S = D − d − 2) ; y ]
+
+Context tokens start as ``[x_i; 1; 0; y_i]``, the query as ``[x_q; 1; 0; 0]``. A layer (block) is a bilinear GLU
+on every token, ``e ← e + W_3[(W_1 e) ⊙ (W_2 e)]``, followed by linear self-attention
+``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``; the prediction is ``ŷ = −Z[y, query]`` after the last layer.
+
+The construction (:func:`deep_bcd_weights`, ``SCIENCE.md`` §6)
+----------------------------------------------------------------
+The ``F = C(d+p, p) − 1`` Hermite features of degree ``1..p`` (:mod:`icl_book.features`) are split into blocks
+``φ_1, …, φ_B`` that fit in the scratch. Layer ``b``:
+
+1. its GLU *erases* the scratch (the hidden unit ``s_t · 1`` with output weight ``−1``: this is what the constant
+   coordinate is for) and *writes* ``φ_b(x)`` on every token. A bilinear unit can multiply two linear functions of
+   the token, so it writes degree-1 and degree-2 features from ``[x; 1]`` directly
+   (``(x_j + 1)(x_j − 1)/√2 = He_2(x_j)/√2``); a degree-``k >= 3`` feature ``h_{β+e_j}`` is
+   ``(x_j h_β − √β_j h_{β−e_j}) / √(β_j + 1)`` and needs its degree-``(k−1)`` parent ``h_β`` in the scratch the
+   layer receives. When the previous layer's features do not include that parent, the previous layer also writes
+   it as a *carrier* (a scratch coordinate the attention ignores). A layer whose scratch holds only carriers
+   (no features) is allowed; its attention does nothing.
+2. its LSA, with ``W^{KQ}`` the identity on ``φ_b``'s scratch slots and ``W^{PV} = −η`` at ``(y, y)``, maps every
+   token's ``y`` slot ``r`` to ``r − (η/N) Σ_j r_j φ_b(x_j)·φ_b(x)``: the context slots carry the residuals of
+   block-coordinate GD and the query slot accumulates ``−ŷ``.
+
+So ``n_cycles`` passes through the ``B`` layers are ``n_cycles`` cycles of block-coordinate GD on
+``L(θ) = (1/2N) Σ_i (θᵀφ(x_i) − y_i)²`` — exactly
+:func:`icl_book.estimators.block_coordinate_gd_predict` with the construction's ``feature_blocks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import sqrt
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validate import check_prompt_shapes, positive_float, positive_int
+from ..features import FEATURE_KINDS, FeatureBlock, feature_index_tuples, recurrence_coefficient
+from .glu import (
+    GLULSABlockWeights,
+    TransformerBlock,
+    glu_embed_prompts,
+)
+
+__all__ = [
+    "DeepBCDWeights",
+    "bcd_schedule",
+    "min_deep_width",
+    "deep_bcd_weights",
+    "deep_forward",
+    "deep_predict",
+    "DeepTransformer",
+    "LearnedBCD",
+]
+
+# ---------------------------------------------------------------------------------------------------
+# Which features each layer writes: the schedule
+# ---------------------------------------------------------------------------------------------------
+
+
+def _requirements(item: tuple[int, ...], kind: str) -> tuple[tuple[int, ...], ...]:
+    """Features that must be in the scratch a layer receives so that its GLU can write ``item``."""
+    if len(item) <= 2:
+        return ()
+    parent = item[:-1]
+    if kind == "monomial":
+        return (parent,)
+    j = item[-1]
+    beta_j = parent.count(j)
+    if (
+        beta_j >= 1 and len(item) - 2 >= 3
+    ):  # the correction h_{β−e_j} is itself a degree >= 3 feature
+        pos = len(parent) - 1 - parent[::-1].index(j)
+        return (parent, parent[:pos] + parent[pos + 1 :])
+    return (parent,)
+
+
+def _closure_fits(items, n_scratch: int, kind: str) -> bool:
+    items = list(dict.fromkeys(items))
+    while items:
+        if len(items) > n_scratch:
+            return False
+        items = list(dict.fromkeys(r for a in items for r in _requirements(a, kind)))
+    return True
+
+
+def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"):
+    """The construction's plan: which features (and carriers) each layer of one cycle writes.
+
+    Built backwards: the last layer takes the last features (highest degree) that fit, the layer before it
+    must hold their parents, and so on; each layer fills its free slots with further features. Every feature
+    appears in exactly one layer, and the first layer needs nothing from its predecessor, so the plan can be
+    repeated cyclically.
+
+    Parameters
+    ----------
+    dim, degree
+        ``d >= 1`` and ``p >= 1``.
+    n_scratch
+        Scratch slots per token, ``S >= 1``.
+    kind
+        ``"hermite"``, ``"legendre"`` or ``"monomial"`` (see :mod:`icl_book.features`).
+
+    Returns
+    -------
+    list of (features, carriers)
+        One pair of tuples of index tuples per layer, in stack order; the scratch of layer ``b`` holds
+        ``features + carriers`` in that order (slots ``0, 1, …``).
+
+    Raises
+    ------
+    ValueError
+        If ``S`` is too small for some feature together with what it needs (see :func:`min_deep_width`).
+    """
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    n_scratch = positive_int("n_scratch", n_scratch)
+    if kind not in FEATURE_KINDS:
+        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    order = feature_index_tuples(dim, degree)
+    rank = {t: i for i, t in enumerate(order)}
+    unassigned = list(order)
+    needed: list[tuple[int, ...]] = []
+    backwards = []
+    while unassigned or needed:
+        held = list(needed)
+        features = [a for a in needed if a in unassigned]
+        unassigned = [a for a in unassigned if a not in features]
+        i = len(unassigned) - 1
+        while len(held) < n_scratch and i >= 0:
+            a = unassigned[i]
+            if _closure_fits([*held, a], n_scratch, kind):
+                held.append(a)
+                features.append(a)
+                del unassigned[i]
+            i -= 1
+        if not features and not needed:
+            raise ValueError(
+                f"a scratch of {n_scratch} slots cannot hold a degree-{degree} feature and its parents"
+            )
+        features.sort(key=rank.__getitem__)
+        carriers = sorted((a for a in held if a not in features), key=rank.__getitem__)
+        backwards.append((tuple(features), tuple(carriers)))
+        needed = list(dict.fromkeys(r for a in held for r in _requirements(a, kind)))
+    return backwards[::-1]
+
+
+def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
+    """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4)."""
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    s = 1
+    while True:
+        try:
+            bcd_schedule(dim, degree, s, kind=kind)
+        except ValueError:
+            s += 1
+            continue
+        return dim + 2 + s
+
+
+# ---------------------------------------------------------------------------------------------------
+# The weights
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeepBCDWeights:
+    """Weights of the block-coordinate-descent stack (:func:`deep_bcd_weights`).
+
+    Attributes
+    ----------
+    layers
+        One :class:`~icl_book.attention.GLULSABlockWeights` per layer (chapter 5's container: ``w1, w2 (H, D)``,
+        ``w3 (D, H)``, ``w_kq, w_pv (D, D)``), ``n_cycles · len(schedule)`` of them, in stack order.
+    feature_blocks
+        The blocks ``φ_1, …, φ_B`` of one cycle, in stack order, as :class:`~icl_book.features.FeatureBlock`
+        callables (layers that only write carriers are skipped). Pass them to
+        :func:`icl_book.estimators.block_coordinate_gd_predict` to run the same algorithm directly.
+    schedule
+        :func:`bcd_schedule`'s plan for one cycle: ``(features, carriers)`` index tuples per layer.
+    dim, degree, width, eta, n_cycles, kind
+        The arguments of :func:`deep_bcd_weights`; ``width`` is the token width ``D``.
+    """
+
+    layers: tuple[GLULSABlockWeights, ...]
+    feature_blocks: tuple[FeatureBlock, ...]
+    schedule: tuple
+    dim: int
+    degree: int
+    width: int
+    eta: float
+    n_cycles: int
+    kind: str
+
+    @property
+    def depth(self) -> int:
+        """Number of layers (blocks) of the stack."""
+        return len(self.layers)
+
+    @property
+    def n_scratch(self) -> int:
+        """Scratch slots per token, ``S = D − d − 2``."""
+        return self.width - self.dim - 2
+
+
+class _GLUWriter:
+    """Accumulates the hidden units of one GLU: unit ``(a·e)(b·e)`` with output ``coef`` into one coordinate."""
+
+    def __init__(self, dim: int, width: int):
+        self.dim, self.width = dim, width
+        self.one = dim
+        self.s0 = dim + 1
+        self.units: list[tuple[np.ndarray, np.ndarray, int, float]] = []
+
+    def vec(self, **coords) -> np.ndarray:
+        v = np.zeros(self.width)
+        for idx, val in coords.get("entries", []):
+            v[idx] += val
+        return v
+
+    def add(self, a_entries, b_entries, out: int, coef: float) -> None:
+        self.units.append((self.vec(entries=a_entries), self.vec(entries=b_entries), out, coef))
+
+    def write(self, item, coef: float, out: int, prev_slot: dict, kind: str) -> None:
+        """Add units writing ``coef · feature(item)`` into coordinate ``out``.
+
+        Orthonormal kinds use the three-term recurrence ``z p_k = a_{k+1} p_{k+1} + a_k p_{k−1}``
+        (:func:`icl_book.features.recurrence_coefficient`): ``p_1 = z/a_1``,
+        ``p_2 = (z − a_1)(z + a_1)/(a_1 a_2)`` and, with ``m = α_j``,
+        ``h_α = (x_j h_{α−e_j} − a_{m−1} h_{α−2e_j}) / a_m``.
+        """
+        one = self.one
+        if kind == "monomial":
+            if len(item) == 1:
+                self.add([(item[0], 1.0)], [(one, 1.0)], out, coef)
+            elif len(item) == 2:
+                j, k = item
+                self.add([(j, 1.0)], [(k, 1.0)], out, coef * (1.0 if j == k else sqrt(2.0)))
+            else:
+                # c_α x^α = (c_α / c_β) x_j (c_β x^β) with c_α² = k!/Π α_i!: the ratio is √(k / α_j).
+                j = item[-1]
+                src = self.s0 + prev_slot[item[:-1]]
+                self.add([(src, 1.0)], [(j, 1.0)], out, coef * sqrt(len(item) / item.count(j)))
+            return
+        a1, a2 = recurrence_coefficient(kind, 1), recurrence_coefficient(kind, 2)
+        if len(item) == 1:
+            self.add([(item[0], 1.0)], [(one, 1.0)], out, coef / a1)
+        elif len(item) == 2:
+            j, k = item
+            if j == k:  # (x_j − a_1)(x_j + a_1)/(a_1 a_2); Hermite: He_2(x_j)/√2
+                self.add([(j, 1.0), (one, -a1)], [(j, 1.0), (one, a1)], out, coef / (a1 * a2))
+            else:
+                self.add([(j, 1.0)], [(k, 1.0)], out, coef / (a1 * a1))
+        else:
+            parent, j = item[:-1], item[-1]
+            m = item.count(j)
+            src = self.s0 + prev_slot[parent]
+            self.add([(src, 1.0)], [(j, 1.0)], out, coef / recurrence_coefficient(kind, m))
+            if m >= 2:  # − a_{m−1} h_{α−2e_j} / a_m
+                pos = len(parent) - 1 - parent[::-1].index(j)
+                gamma = parent[:pos] + parent[pos + 1 :]
+                c = -coef * recurrence_coefficient(kind, m - 1) / recurrence_coefficient(kind, m)
+                if len(gamma) >= 3:
+                    self.add([(self.s0 + prev_slot[gamma], 1.0)], [(one, 1.0)], out, c)
+                else:
+                    self.write(gamma, c, out, prev_slot, kind)
+
+    def matrices(self):
+        h = max(1, len(self.units))
+        w1, w2, w3 = np.zeros((h, self.width)), np.zeros((h, self.width)), np.zeros((self.width, h))
+        for u, (a, b, out, coef) in enumerate(self.units):
+            w1[u], w2[u] = a, b
+            w3[out, u] = coef
+        return w1, w2, w3
+
+
+def _layer_weights(dim, width, eta, held, n_features, prev_slot, kind) -> GLULSABlockWeights:
+    writer = _GLUWriter(dim, width)
+    n_scratch = width - dim - 2
+    for t in range(n_scratch):  # erase every scratch slot: s_t ← s_t − s_t · 1
+        writer.add([(writer.s0 + t, 1.0)], [(writer.one, 1.0)], writer.s0 + t, -1.0)
+    for t, item in enumerate(held):
+        writer.write(item, 1.0, writer.s0 + t, prev_slot, kind)
+    w1, w2, w3 = writer.matrices()
+    w_kq = np.zeros((width, width))
+    idx = writer.s0 + np.arange(n_features)
+    w_kq[idx, idx] = 1.0
+    w_pv = np.zeros((width, width))
+    if n_features:
+        w_pv[-1, -1] = -eta
+    return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, True)
+
+
+def deep_bcd_weights(
+    dim: int, degree: int, width: int, eta: float, n_cycles: int = 1, *, kind: str = "hermite"
+) -> DeepBCDWeights:
+    """Weights of a deep LSA+GLU stack that runs cyclic block-coordinate GD on kernel regression.
+
+    The kernel is that of the ``F = C(d+p, p) − 1`` features of degree ``1..p`` (Hermite-orthonormal by
+    default); the stack has ``n_cycles · B`` layers, where ``B`` (the length of :func:`bcd_schedule`'s plan) is
+    about ``F / S`` with ``S = width − d − 2`` scratch slots. See the module docstring for the mechanism.
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``.
+    degree
+        Polynomial degree ``p >= 1``.
+    width
+        Token width ``D``; at least ``d + 3`` (``x``, the constant, one scratch slot and ``y``), and
+        :func:`min_deep_width` for degrees whose features need more than one parent (``p >= 5``).
+    eta
+        Step size ``η > 0`` of every block's GD step.
+    n_cycles
+        Passes over the blocks (``>= 1``).
+    kind
+        ``"hermite"`` (default), ``"legendre"`` or ``"monomial"`` features (:mod:`icl_book.features`).
+
+    Returns
+    -------
+    DeepBCDWeights
+        The layers' weights, the feature blocks of one cycle and the plan.
+
+    Examples
+    --------
+    >>> w = deep_bcd_weights(2, 3, width=6, eta=0.5)
+    >>> w.width, sum(len(b) for b in w.feature_blocks)  # all C(5, 3) − 1 = 9 features, in blocks of <= 2
+    (6, 9)
+    """
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    if kind not in FEATURE_KINDS:
+        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    smallest = dim + 3
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < smallest:
+        raise ValueError(
+            f"width must be an integer >= {smallest} (d = {dim} inputs, a constant, one scratch slot and y), "
+            f"got {width!r}"
+        )
+    width = int(width)
+    eta = positive_float("eta", eta)
+    n_cycles = positive_int("n_cycles", n_cycles)
+    n_scratch = width - dim - 2
+    try:
+        plan = bcd_schedule(dim, degree, n_scratch, kind=kind)
+    except ValueError:
+        need = min_deep_width(dim, degree, kind=kind)
+        raise ValueError(
+            f"width must be >= {need} for dim = {dim}, degree = {degree} (a feature and its parents must fit "
+            f"in the scratch), got {width}"
+        ) from None
+    one_cycle = []
+    prev_slot: dict = {}
+    for features, carriers in (
+        plan * 2
+    ):  # the second pass gives the first layer its cyclic predecessor
+        held = features + carriers
+        one_cycle.append(_layer_weights(dim, width, eta, held, len(features), prev_slot, kind))
+        prev_slot = {item: t for t, item in enumerate(held)}
+    one_cycle = one_cycle[len(plan) :]
+    blocks = tuple(FeatureBlock(dim, f, kind) for f, _ in plan if f)
+    return DeepBCDWeights(
+        layers=tuple(one_cycle * n_cycles),
+        feature_blocks=blocks,
+        schedule=tuple(plan),
+        dim=dim,
+        degree=degree,
+        width=width,
+        eta=eta,
+        n_cycles=n_cycles,
+        kind=kind,
+    )
+
+
+def _check_deep_weights(weights) -> DeepBCDWeights:
+    if not isinstance(weights, DeepBCDWeights):
+        raise TypeError(
+            f"weights must be a DeepBCDWeights (from deep_bcd_weights), got {type(weights).__name__}"
+        )
+    return weights
+
+
+def deep_forward(tokens, layers) -> np.ndarray:
+    """Run the layers (a sequence of ``GLULSABlockWeights``) on token matrices ``(B, D, N+1)``; same shape out."""
+    z = np.asarray(tokens, dtype=np.float64)
+    if z.ndim != 3 or z.shape[2] < 2:
+        raise ValueError(f"tokens must have shape (B, D, N+1) with N >= 1, got {z.shape}")
+    n = z.shape[2] - 1
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, GLULSABlockWeights):
+            raise TypeError(f"layers[{i}] must be a GLULSABlockWeights, got {type(layer).__name__}")
+        if layer.w_kq.shape != (z.shape[1], z.shape[1]):
+            raise ValueError(
+                f"layers[{i}] has width {layer.w_kq.shape[0]}, tokens have D = {z.shape[1]}"
+            )
+        # Same algebra as chapter 5's glu_lsa_block_forward, with the products ordered for speed.
+        z = z + layer.w3 @ ((layer.w1 @ z) * (layer.w2 @ z))
+        ctx = z[:, :, :n]
+        cov = ctx @ np.swapaxes(ctx, 1, 2) / n  # (1/N) Z M Zᵀ, (B, D, D)
+        z = z + (layer.w_pv @ cov @ layer.w_kq) @ z
+    return z
+
+
+def deep_predict(xs, ys, x_query, weights: DeepBCDWeights) -> np.ndarray:
+    """Prediction of the stack, computed by running every layer on the token matrix; shape ``(B,)``.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)`` with ``d = weights.dim``.
+    weights
+        A :class:`DeepBCDWeights` from :func:`deep_bcd_weights`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``ŷ = −Z[y, query]`` after the last layer, ``(B,)``. It equals
+        ``block_coordinate_gd_predict(xs, ys, x_query, weights.feature_blocks, weights.eta, weights.n_cycles)``.
+    """
+    weights = _check_deep_weights(weights)
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    if xs.shape[2] != weights.dim:
+        raise ValueError(f"xs must have d = weights.dim = {weights.dim}, got d = {xs.shape[2]}")
+    z = glu_embed_prompts(xs, ys, x_query, weights.n_scratch)
+    return -deep_forward(z, weights.layers)[:, -1, -1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# torch: the unconstrained deep transformer and learned block-coordinate descent
+# ---------------------------------------------------------------------------------------------------
+
+
+class DeepTransformer(nn.Module):
+    """A stack of ``depth`` LSA+GLU blocks (chapter 5's :class:`~icl_book.attention.TransformerBlock`), all free.
+
+    Tokens have width ``D = width``: ``[x (d); 1; scratch (width − d − 2); y]``; the model follows the book's
+    interface ``model(xs, ys, x_query) -> (B,)`` and is trainable with :func:`icl_book.train.train_in_context`.
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``.
+    width
+        Token width ``D >= d + 2`` (``d + 2`` leaves no scratch).
+    depth
+        Number of blocks ``>= 1``.
+    hidden_dim
+        GLU hidden units per block (default ``2 · width``).
+    init_scale
+        Standard deviation of the random initial weights (default ``1/√D``).
+    zero_init_residual
+        If ``True`` (default), every block's residual branches start at zero (``W_3 = 0``, ``W^{PV} = 0``), so the
+        untrained stack is the identity map and predicts ``0``; training then grows the branches. With ``False``
+        all weights are random, the plain initialisation.
+    generator
+        ``torch.Generator`` for the initial weights.
+    dtype, device
+        Of the parameters (float64 on the CPU by default).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        width: int,
+        depth: int,
+        *,
+        hidden_dim: int | None = None,
+        init_scale: float | None = None,
+        zero_init_residual: bool = True,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ):
+        super().__init__()
+        self.dim = positive_int("dim", dim)
+        self.width = positive_int("width", width, minimum=self.dim + 2)
+        self.depth = positive_int("depth", depth)
+        hidden = 2 * self.width if hidden_dim is None else positive_int("hidden_dim", hidden_dim)
+        n_scratch = self.width - self.dim - 2
+        self.blocks = nn.ModuleList(
+            TransformerBlock(
+                self.dim,
+                n_scratch,
+                hidden,
+                constant=True,
+                init_scale=init_scale,
+                generator=generator,
+                dtype=dtype,
+                device=device,
+            )
+            for _ in range(self.depth)
+        )
+        if zero_init_residual:
+            with torch.no_grad():
+                for blk in self.blocks:
+                    blk.glu.w3.zero_()
+                    blk.w_pv.zero_()
+
+    @classmethod
+    def from_weights(
+        cls, weights: DeepBCDWeights, *, dtype: torch.dtype = torch.float64, device=None
+    ):
+        """The exact construction as a torch stack (each block keeps its own hidden width)."""
+        weights = _check_deep_weights(weights)
+        model = cls(weights.dim, weights.width, 1, dtype=dtype, device=device)
+        model.blocks = nn.ModuleList(
+            TransformerBlock.from_weights(layer, dtype=dtype, device=device)
+            for layer in weights.layers
+        )
+        model.depth = len(model.blocks)
+        return model
+
+    def forward_tokens(self, z: torch.Tensor) -> torch.Tensor:
+        """Apply every block to row tokens ``(B, N+1, D)``."""
+        for blk in self.blocks:
+            z = blk.forward_tokens(z)
+        return z
+
+    def forward(self, xs, ys, x_query) -> torch.Tensor:
+        """Predictions ``ŷ = −(query's y slot after the last block)``, shape ``(B,)``."""
+        return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
+
+
+class LearnedBCD(nn.Module):
+    """Learned block-coordinate descent: the construction's feature writers fixed, each block's step learned.
+
+    Layer ``l`` (``l = 0, …, depth − 1``) is layer ``l mod B`` of the exact construction
+    (:func:`deep_bcd_weights` with ``n_cycles = 1``): its GLU weights are frozen, and its LSA has ``W^{PV} = −1``
+    at ``(y, y)`` and ``W^{KQ} = Γ_l`` on the slots of its ``m_l`` features, where the ``m_l × m_l`` matrix
+    ``Γ_l`` (preconditioner and step size together) is the layer's only trainable parameter. With
+    ``Γ_l = η I`` the model is the exact construction; ``depth`` beyond one cycle continues cyclically.
+
+    Each layer then maps the ``y`` slots ``r`` to ``r − (1/N) Σ_j r_j φ_l(x_j)ᵀ Γ_l φ_l(x)``. The GLUs never read
+    the ``y`` slots, so the features they write do not depend on the attention layers: the forward pass runs
+    the frozen GLUs once (without gradients) to read the features off the scratch, then applies the attention
+    updates to the ``y`` slots only — the same numbers as running the full token stack, for a fraction of the
+    cost.
+
+    Parameters
+    ----------
+    dim, degree, width
+        As in :func:`deep_bcd_weights`.
+    depth
+        Number of layers ``>= 1`` (layers that only write carriers count, and have no parameters).
+    eta0
+        Initial step: ``Γ_l = eta0 · I``.
+    kind
+        Feature kind of the construction.
+    dtype, device
+        Of the parameters and buffers.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        degree: int,
+        width: int,
+        depth: int,
+        *,
+        eta0: float = 0.1,
+        kind: str = "hermite",
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ):
+        super().__init__()
+        eta0 = positive_float("eta0", eta0)
+        self.depth = positive_int("depth", depth)
+        self.construction = deep_bcd_weights(dim, degree, width, eta0, 1, kind=kind)
+        self.dim, self.width = self.construction.dim, self.construction.width
+        n_writers = min(self.depth, len(self.construction.layers))
+        for b in range(n_writers):
+            w = self.construction.layers[b]
+            for name, arr in (("w1", w.w1), ("w2", w.w2), ("w3", w.w3)):
+                self.register_buffer(
+                    f"{name}_{b}", torch.as_tensor(arr, dtype=dtype, device=device)
+                )
+        self.n_writers = n_writers
+        self.n_features = [len(self.construction.schedule[b][0]) for b in range(n_writers)]
+        self.gammas = nn.ParameterList(
+            nn.Parameter(
+                eta0 * torch.eye(self.n_features[layer % n_writers], dtype=dtype, device=device)
+            )
+            for layer in range(self.depth)
+        )
+
+    def features(self, xs, ys, x_query) -> list[torch.Tensor]:
+        """The features each writer layer puts in the scratch: ``(B, N+1, m_b)`` per layer of one cycle."""
+        s0 = self.dim + 1
+        out = []
+        ref = self.w1_0
+        xs, ys, x_query = (
+            torch.as_tensor(a, dtype=ref.dtype, device=ref.device) for a in (xs, ys, x_query)
+        )
+        if (
+            xs.ndim != 3
+            or xs.shape[2] != self.dim
+            or ys.shape != xs.shape[:2]
+            or x_query.shape
+            != (
+                xs.shape[0],
+                self.dim,
+            )
+        ):
+            raise ValueError(
+                f"xs, ys, x_query must have shapes (B, N, {self.dim}), (B, N), (B, {self.dim}), got "
+                f"{tuple(xs.shape)}, {tuple(ys.shape)}, {tuple(x_query.shape)}"
+            )
+        with torch.no_grad():
+            x_all = torch.cat([xs, x_query[:, None, :]], dim=1)
+            z = torch.cat(
+                [
+                    x_all,
+                    torch.ones_like(x_all[..., :1]),
+                    x_all.new_zeros((*x_all.shape[:2], self.width - self.dim - 1)),
+                ],
+                dim=-1,
+            )  # [x; 1; scratch; y = 0]: the GLUs never read y
+            for b in range(self.n_writers):
+                w1, w2, w3 = (getattr(self, f"{n}_{b}") for n in ("w1", "w2", "w3"))
+                z = z + ((z @ w1.T) * (z @ w2.T)) @ w3.T
+                out.append(z[..., s0 : s0 + self.n_features[b]].clone())
+        return out
+
+    def forward(self, xs, ys, x_query) -> torch.Tensor:
+        """Predictions ``(B,)`` of the stack."""
+        feats = self.features(xs, ys, x_query)
+        r = torch.as_tensor(ys, dtype=feats[0].dtype, device=feats[0].device)
+        n = r.shape[1]
+        pred = r.new_zeros(r.shape[0])
+        for layer in range(self.depth):
+            phi = feats[layer % self.n_writers]
+            if phi.shape[-1] == 0:
+                continue
+            g = torch.einsum("bn,bnm->bm", r, phi[:, :n]) / n  # (1/N) Σ_j r_j φ(x_j)
+            gg = g @ self.gammas[layer]  # row form of Γᵀ g: (gᵀΓ)
+            r = r - torch.einsum("bm,bnm->bn", gg, phi[:, :n])
+            pred = pred + torch.einsum("bm,bm->b", gg, phi[:, n])
+        return pred

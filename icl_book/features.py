@@ -1,0 +1,241 @@
+"""Polynomial and Hermite feature maps, and their partition into blocks (chapters 5 and 6).
+
+Features are indexed by *index tuples*: a sorted tuple ``(i_1 <= i_2 <= … <= i_k)`` of coordinates names the
+degree-``k`` monomial ``x_{i_1} x_{i_2} ⋯ x_{i_k}`` (for example ``(0, 0, 2)`` is ``x_0² x_2``). The book's order
+(:func:`feature_index_tuples`) is by degree, then lexicographic, and leaves out the constant: a degree-``p`` map
+in ``d`` variables has ``C(d+p, p) − 1`` features (:func:`n_features`).
+
+Three kinds of feature values for the same index tuples (``α_j`` counts how often ``j`` appears in the tuple):
+
+- ``"hermite"`` (default): ``h_α(x) = Π_j He_{α_j}(x_j) / √(α_j!)`` (chapter 1's orthonormal Hermite
+  polynomials). Under ``x ~ N(0, I_d)`` these features are orthonormal: their covariance is the identity.
+- ``"legendre"``: ``h_α(x) = Π_j √(2α_j + 1) P_{α_j}(x_j)`` with the Legendre polynomials ``P_k``: orthonormal
+  under ``x`` uniform on the cube ``[−1, 1]^d``, and bounded there (``|h_α| <= Π_j √(2α_j + 1)``), unlike
+  the heavy-tailed Gaussian Hermite features of degree ``>= 3``.
+- ``"monomial"``: ``c_α x^α`` with ``c_α = √(k! / Π_j α_j!)``, so that
+  ``Σ_{|α|=k} φ_α(x) φ_α(x') = (x·x')^k`` and the degree-``p`` map has kernel ``Σ_{m=1}^p (x·x')^m``
+  (chapter 5's ``glu_kernel(p)``).
+
+A :class:`FeatureBlock` is a callable ``x (..., d) -> (..., m)`` evaluating a subset of the features; a list of
+blocks is what :func:`icl_book.estimators.block_coordinate_gd_predict` takes as ``feature_blocks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations_with_replacement
+from math import comb, factorial, sqrt
+
+import numpy as np
+
+from ._validate import positive_int
+
+__all__ = [
+    "FEATURE_KINDS",
+    "ORTHONORMAL_KINDS",
+    "recurrence_coefficient",
+    "FeatureBlock",
+    "n_features",
+    "feature_index_tuples",
+    "feature_degree",
+    "feature_map",
+    "partition_features",
+    "feature_kernel",
+]
+
+#: The kinds of feature values (see the module docstring).
+FEATURE_KINDS = ("hermite", "legendre", "monomial")
+
+#: Kinds that are orthonormal polynomial bases, and the input distribution each is orthonormal for.
+ORTHONORMAL_KINDS = {"hermite": "x ~ N(0, I_d)", "legendre": "x ~ Uniform([-1, 1]^d)"}
+
+
+def _check_kind(kind) -> str:
+    if kind not in FEATURE_KINDS:
+        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    return kind
+
+
+def n_features(dim: int, degree: int) -> int:
+    """Number of features of degree ``1..p`` in ``d`` variables: ``C(d+p, p) − 1`` (no constant)."""
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    return comb(dim + degree, degree) - 1
+
+
+def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
+    """The index tuples of all features of degree ``1..p``, in the book's order (degree, then lexicographic).
+
+    Examples
+    --------
+    >>> feature_index_tuples(2, 2)
+    [(0,), (1,), (0, 0), (0, 1), (1, 1)]
+    """
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    return [t for k in range(1, degree + 1) for t in combinations_with_replacement(range(dim), k)]
+
+
+def feature_degree(index_tuple) -> int:
+    """Degree of the feature named by ``index_tuple`` (its length)."""
+    return len(tuple(index_tuple))
+
+
+def recurrence_coefficient(kind: str, k: int) -> float:
+    """``a_k`` of the three-term recurrence ``z p_k(z) = a_{k+1} p_{k+1}(z) + a_k p_{k−1}(z)``.
+
+    For the orthonormal polynomials ``p_k`` of ``kind``: ``a_k = √k`` (Hermite, ``p_k = He_k/√k!``) and
+    ``a_k = k / √(4k² − 1)`` (Legendre, ``p_k = √(2k+1) P_k``); ``a_0 = 0``.
+    """
+    if kind not in ORTHONORMAL_KINDS:
+        raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
+    k = positive_int("k", k, minimum=0)
+    if k == 0:
+        return 0.0
+    return sqrt(k) if kind == "hermite" else k / sqrt(4 * k * k - 1)
+
+
+def _orthonormal(z: np.ndarray, k: int, kind: str) -> np.ndarray:
+    """``p_k(z)`` from ``p_0 = 1``, ``p_{k+1} = (z p_k − a_k p_{k−1}) / a_{k+1}``."""
+    prev, cur = np.zeros_like(z), np.ones_like(z)
+    for m in range(k):
+        prev, cur = (
+            cur,
+            (z * cur - recurrence_coefficient(kind, m) * prev)
+            / recurrence_coefficient(kind, m + 1),
+        )
+    return cur
+
+
+def _monomial_coefficient(index_tuple: tuple[int, ...]) -> float:
+    counts = np.bincount(np.asarray(index_tuple, dtype=int))
+    return sqrt(factorial(len(index_tuple)) / float(np.prod([factorial(int(c)) for c in counts])))
+
+
+def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> np.ndarray:
+    counts = np.bincount(np.asarray(index_tuple, dtype=int))
+    out = np.ones(x.shape[:-1])
+    for j, c in enumerate(counts):
+        if c == 0:
+            continue
+        if kind in ORTHONORMAL_KINDS:
+            out = out * _orthonormal(x[..., j], int(c), kind)
+        else:
+            out = out * x[..., j] ** int(c)
+    if kind == "monomial":
+        out = out * _monomial_coefficient(index_tuple)
+    return out
+
+
+def _check_index_tuples(index_tuples, dim: int) -> tuple[tuple[int, ...], ...]:
+    out = []
+    for t in index_tuples:
+        t = tuple(int(i) for i in t)
+        if len(t) < 1 or any(i < 0 or i >= dim for i in t) or list(t) != sorted(t):
+            raise ValueError(
+                f"index tuples must be non-empty sorted tuples of coordinates in [0, {dim}), got {t}"
+            )
+        out.append(t)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FeatureBlock:
+    """A block of features: a callable ``x (..., d) -> (..., m)`` evaluating ``m`` named features.
+
+    Attributes
+    ----------
+    dim
+        Input dimension ``d``.
+    index_tuples
+        The ``m`` features, as index tuples (module docstring), in column order.
+    kind
+        ``"hermite"``, ``"legendre"`` or ``"monomial"``.
+    """
+
+    dim: int
+    index_tuples: tuple[tuple[int, ...], ...]
+    kind: str = "hermite"
+
+    def __post_init__(self):
+        object.__setattr__(self, "dim", positive_int("dim", self.dim))
+        object.__setattr__(self, "kind", _check_kind(self.kind))
+        object.__setattr__(self, "index_tuples", _check_index_tuples(self.index_tuples, self.dim))
+
+    def __len__(self) -> int:
+        return len(self.index_tuples)
+
+    def __call__(self, x) -> np.ndarray:
+        """Feature values, shape ``(..., m)`` for ``x`` of shape ``(..., d)``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim < 1 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., d) with d = {self.dim}, got {x.shape}")
+        if not self.index_tuples:
+            return np.zeros((*x.shape[:-1], 0))
+        return np.stack([_feature_values(x, t, self.kind) for t in self.index_tuples], axis=-1)
+
+    @property
+    def degrees(self) -> tuple[int, ...]:
+        """The degree of each feature."""
+        return tuple(len(t) for t in self.index_tuples)
+
+
+def feature_map(x, degree: int, *, kind: str = "hermite") -> np.ndarray:
+    """All features of degree ``1..p`` of ``x (..., d)``, shape ``(..., C(d+p, p) − 1)``, in the book's order."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x must have shape (..., d) with d >= 1, got {x.shape}")
+    degree = positive_int("degree", degree)
+    return FeatureBlock(
+        x.shape[-1], tuple(feature_index_tuples(x.shape[-1], degree)), _check_kind(kind)
+    )(x)
+
+
+def partition_features(
+    dim: int, degree: int, block_size: int, *, kind: str = "hermite"
+) -> list[FeatureBlock]:
+    """Split the degree-``1..p`` features, in the book's order, into consecutive blocks of ``block_size``.
+
+    The last block holds the remainder. (The deep transformer of chapter 6 uses its own partition, which also
+    respects what each block can compute; see :func:`icl_book.attention.deep_bcd_weights`.)
+
+    Returns
+    -------
+    list of FeatureBlock
+        ``ceil(F / block_size)`` blocks covering each feature exactly once.
+    """
+    dim = positive_int("dim", dim)
+    degree = positive_int("degree", degree)
+    block_size = positive_int("block_size", block_size)
+    kind = _check_kind(kind)
+    tuples = feature_index_tuples(dim, degree)
+    return [
+        FeatureBlock(dim, tuple(tuples[i : i + block_size]), kind)
+        for i in range(0, len(tuples), block_size)
+    ]
+
+
+def feature_kernel(feature_blocks: Sequence):
+    """The kernel ``k(x, x') = Σ_b φ_b(x)·φ_b(x')`` of a list of feature maps, as a batched callable.
+
+    The result follows chapter 5's kernel interface, ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)``, so it
+    can be passed to :func:`icl_book.estimators.kernel_ridge_predict` and
+    :func:`icl_book.estimators.one_step_kernel_gd_predict`. A single callable is accepted as a one-block list.
+    """
+    blocks = [feature_blocks] if callable(feature_blocks) else list(feature_blocks)
+    if not blocks or not all(callable(b) for b in blocks):
+        raise TypeError(
+            "feature_blocks must be a non-empty sequence of callables x (..., d) -> (..., m)"
+        )
+
+    def kernel(x, xp):
+        x = np.asarray(x, dtype=np.float64)
+        xp = np.asarray(xp, dtype=np.float64)
+        if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
+            raise ValueError(
+                f"kernel inputs must have shapes (..., n, d), (..., m, d), got {x.shape}, {xp.shape}"
+            )
+        return sum(np.asarray(b(x)) @ np.swapaxes(np.asarray(b(xp)), -1, -2) for b in blocks)
+
+    return kernel

@@ -1,0 +1,313 @@
+"""Tests of chapter 6: the deep block-coordinate-descent construction, its estimators, samplers and models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from icl_book import attention as A
+from icl_book.attention.glu import glu_embed_prompts, glu_lsa_block_forward
+from icl_book.checks import CheckFailed, check_depth_ex2, check_depth_ex3
+from icl_book.estimators import (
+    block_coordinate_gd_predict,
+    kernel_least_squares_predict,
+    one_step_kernel_gd_predict,
+)
+from icl_book.features import feature_index_tuples, feature_kernel, feature_map, partition_features
+from icl_book.tasks import sample_cubic_prompts, sample_polynomial_prompts
+
+
+def _prompts(d, p, n, basis="legendre", batch=6, seed=0, noise_var=0.01):
+    return sample_polynomial_prompts(
+        batch, n, d, p, rng=np.random.default_rng(seed), noise_var=noise_var, basis=basis
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# The construction equals block-coordinate GD
+# ------------------------------------------------------------------------------------------------
+
+CASES = [
+    # (d, p, width, eta, n_cycles, kind)
+    (1, 1, 4, 0.5, 1, "hermite"),
+    (2, 2, 5, 0.3, 2, "hermite"),
+    (2, 3, 6, 0.4, 3, "hermite"),
+    (3, 3, 9, 0.5, 2, "legendre"),
+    (3, 3, 7, 0.2, 1, "legendre"),
+    (2, 4, 6, 0.1, 2, "hermite"),
+    (2, 5, 8, 0.05, 1, "hermite"),
+    (2, 3, 7, 0.05, 2, "monomial"),
+]
+
+
+@pytest.mark.parametrize(("d", "p", "width", "eta", "cycles", "kind"), CASES)
+def test_stack_equals_block_coordinate_gd(d, p, width, eta, cycles, kind):
+    basis = "hermite" if kind == "monomial" else kind
+    pr = _prompts(d, p, 30, basis=basis)
+    w = A.deep_bcd_weights(d, p, width, eta, cycles, kind=kind)
+    got = A.deep_predict(pr.xs, pr.ys, pr.x_query, w)
+    expected = block_coordinate_gd_predict(pr.xs, pr.ys, pr.x_query, w.feature_blocks, eta, cycles)
+    # Same arithmetic in a different order through <= 30 layers of O(1..100) numbers: ~1e-13 observed.
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10 * max(1.0, np.abs(expected).max()))
+    assert w.depth == cycles * len(w.schedule)
+    assert np.abs(expected).max() > 1e-3  # the comparison is not between two zeros
+
+
+def test_public_signature_positional():
+    w = A.deep_bcd_weights(2, 3, 6, 0.5)
+    assert w.n_cycles == 1 and w.width == 6 and w.eta == 0.5 and isinstance(w, A.DeepBCDWeights)
+    pr = _prompts(2, 3, 20, basis="hermite")
+    out = A.deep_predict(pr.xs, pr.ys, pr.x_query, w)
+    assert out.shape == (6,) and out.dtype == np.float64
+
+
+def test_schedule_partitions_features_and_fits():
+    for d, p, s in [(3, 3, 4), (2, 4, 1), (3, 3, 1), (2, 5, 6), (4, 3, 5)]:
+        plan = A.bcd_schedule(d, p, s)
+        feats = [t for f, _ in plan for t in f]
+        assert sorted(feats) == sorted(feature_index_tuples(d, p))
+        assert len(feats) == len(set(feats))
+        assert all(len(f) + len(c) <= s for f, c in plan)
+        for (f0, c0), (f1, c1) in zip(
+            plan, plan[1:], strict=False
+        ):  # parents are in the previous scratch
+            for item in f1 + c1:
+                if len(item) >= 3:
+                    assert item[:-1] in f0 + c0
+
+
+def test_scratch_holds_the_block_features():
+    d, p, width = 3, 3, 9
+    w = A.deep_bcd_weights(d, p, width, 0.5, 2, kind="legendre")
+    pr = _prompts(d, p, 12)
+    z = glu_embed_prompts(pr.xs, pr.ys, pr.x_query, w.n_scratch)
+    x_all = np.concatenate([pr.xs, pr.x_query[:, None]], axis=1)
+    for layer, (features, carriers) in zip(w.layers, w.schedule * 2, strict=True):
+        z = glu_lsa_block_forward(z, layer)  # chapter 5's block forward, layer by layer
+        held = features + carriers
+        scratch = np.swapaxes(z[:, d + 1 : d + 1 + len(held)], 1, 2)
+        np.testing.assert_allclose(
+            scratch,
+            np.stack([feature_map(x_all, 3, kind="legendre")[..., _col(t)] for t in held], -1),
+            atol=1e-12,
+        )
+        assert np.all(z[:, d + 1 + len(held) : -1] == 0)  # the rest of the scratch is erased
+    np.testing.assert_allclose(
+        -z[:, -1, -1], A.deep_predict(pr.xs, pr.ys, pr.x_query, w), atol=1e-12
+    )
+
+
+def _col(t):
+    return feature_index_tuples(3, 3).index(t)
+
+
+def test_one_block_is_one_step_kernel_gd():
+    pr = _prompts(2, 2, 25)
+    blocks = partition_features(2, 2, 5, kind="legendre")
+    got = block_coordinate_gd_predict(pr.xs, pr.ys, pr.x_query, blocks, 0.7, 1)
+    expected = one_step_kernel_gd_predict(pr.xs, pr.ys, pr.x_query, feature_kernel(blocks), 0.7)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_many_cycles_small_eta_converge_to_kernel_least_squares():
+    d, p, width, n = 2, 2, 6, 40  # F = 5 features, S = 2 slots: 3 blocks per cycle, N = 40 > F
+    pr = _prompts(d, p, n, batch=8, seed=3, noise_var=0.1)
+    w = A.deep_bcd_weights(d, p, width, 0.4, 300, kind="legendre")
+    got = A.deep_predict(pr.xs, pr.ys, pr.x_query, w)
+    expected = kernel_least_squares_predict(pr.xs, pr.ys, pr.x_query, w.feature_blocks)
+    # Linear convergence: after 300 cycles the remaining error is far below 1e-8 (observed ~1e-15).
+    np.testing.assert_allclose(got, expected, atol=1e-8)
+    few = A.deep_predict(
+        pr.xs, pr.ys, pr.x_query, A.deep_bcd_weights(d, p, width, 0.4, 2, kind="legendre")
+    )
+    assert np.abs(few - expected).max() > 1e-3  # two cycles are not enough: the test can fail
+
+
+def test_bcd_estimator_converges_cubic():
+    pr = _prompts(3, 3, 60, batch=5, seed=4, noise_var=0.05)
+    blocks = partition_features(3, 3, 4, kind="legendre")
+    got = block_coordinate_gd_predict(pr.xs, pr.ys, pr.x_query, blocks, 0.3, 3000)
+    expected = kernel_least_squares_predict(pr.xs, pr.ys, pr.x_query, blocks)
+    np.testing.assert_allclose(got, expected, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------------------------
+# Validation
+# ------------------------------------------------------------------------------------------------
+
+
+def test_bad_input_names_argument_and_smallest_value():
+    with pytest.raises(ValueError, match=r"width must be an integer >= 6"):
+        A.deep_bcd_weights(3, 2, 5, 0.5)
+    with pytest.raises(ValueError, match=r"degree must be an integer >= 1"):
+        A.deep_bcd_weights(3, 0, 9, 0.5)
+    with pytest.raises(ValueError, match=r"eta must be > 0"):
+        A.deep_bcd_weights(3, 2, 9, 0.0)
+    with pytest.raises(ValueError, match=r"eta must be > 0"):
+        A.deep_bcd_weights(3, 2, 9, -1.0)
+    with pytest.raises(ValueError, match=r"n_cycles"):
+        A.deep_bcd_weights(3, 2, 9, 0.5, 0)
+    need = A.min_deep_width(2, 6)
+    assert need > 2 + 3  # degree 6 needs a parent and a grandparent in the scratch
+    with pytest.raises(ValueError, match=rf"width must be >= {need}"):
+        A.deep_bcd_weights(2, 6, need - 1, 0.5)
+    A.deep_bcd_weights(2, 6, need, 0.5)
+    pr = _prompts(2, 2, 5)
+    with pytest.raises(ValueError, match="eta"):
+        block_coordinate_gd_predict(pr.xs, pr.ys, pr.x_query, partition_features(2, 2, 2), 0.0, 1)
+    with pytest.raises(TypeError, match="weights"):
+        A.deep_predict(pr.xs, pr.ys, pr.x_query, "not weights")
+    with pytest.raises(ValueError, match="weights.dim"):
+        A.deep_predict(pr.xs, pr.ys, pr.x_query, A.deep_bcd_weights(3, 2, 9, 0.5))
+
+
+# ------------------------------------------------------------------------------------------------
+# torch models
+# ------------------------------------------------------------------------------------------------
+
+
+def _torch(pr):
+    return tuple(torch.as_tensor(a) for a in (pr.xs, pr.ys, pr.x_query))
+
+
+def test_torch_stack_from_construction_matches_numpy():
+    w = A.deep_bcd_weights(3, 3, 9, 0.5, 2, kind="legendre")
+    pr = _prompts(3, 3, 20)
+    got = A.DeepTransformer.from_weights(w)(*_torch(pr)).detach().numpy()
+    np.testing.assert_allclose(got, A.deep_predict(pr.xs, pr.ys, pr.x_query, w), atol=1e-10)
+
+
+def test_learned_bcd_at_init_is_the_construction():
+    w = A.deep_bcd_weights(3, 3, 9, 0.4, 2, kind="legendre")
+    model = A.LearnedBCD(3, 3, 9, w.depth, eta0=0.4, kind="legendre")
+    pr = _prompts(3, 3, 20)
+    got = model(*_torch(pr)).detach().numpy()
+    np.testing.assert_allclose(got, A.deep_predict(pr.xs, pr.ys, pr.x_query, w), atol=1e-10)
+    n_params = sum(p.numel() for p in model.parameters())
+    assert n_params == 2 * sum(len(f) ** 2 for f, _ in w.schedule)
+
+
+def test_learned_bcd_with_random_gammas_equals_token_stack():
+    w = A.deep_bcd_weights(2, 3, 6, 1.0, 1, kind="legendre")
+    model = A.LearnedBCD(2, 3, 6, w.depth, kind="legendre")
+    stack = A.DeepTransformer.from_weights(w)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for g, blk, (f, _) in zip(model.gammas, stack.blocks, w.schedule, strict=True):
+            g.copy_(torch.randn(g.shape, generator=gen, dtype=g.dtype))
+            m = len(f)
+            blk.w_kq[3 : 3 + m, 3 : 3 + m] = g
+            blk.w_pv[-1, -1] = -1.0
+    pr = _prompts(2, 3, 15)
+    np.testing.assert_allclose(
+        model(*_torch(pr)).detach().numpy(), stack(*_torch(pr)).detach().numpy(), atol=1e-10
+    )
+
+
+def test_deep_transformer_zero_init_and_training_step():
+    from icl_book.train import train_in_context
+
+    model = A.DeepTransformer(3, 9, 2, generator=torch.Generator().manual_seed(0))
+    pr = _prompts(3, 3, 20)
+    assert torch.all(model(*_torch(pr)) == 0)
+    plain = A.DeepTransformer(
+        3, 9, 2, zero_init_residual=False, generator=torch.Generator().manual_seed(0)
+    )
+    assert torch.any(plain(*_torch(pr)) != 0)
+
+    def sampler(rng, b):
+        return sample_polynomial_prompts(b, 20, 3, 3, rng=rng, basis="legendre")
+
+    res = train_in_context(model, sampler, steps=30, lr=5e-3, seed=0, batch_size=64, progress=False)
+    assert np.all(np.isfinite(res.losses)) and res.losses[-10:].mean() < res.losses[:5].mean()
+    with pytest.raises(ValueError, match="width"):
+        A.DeepTransformer(3, 4, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Samplers
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("basis", ["hermite", "legendre"])
+def test_polynomial_prompts(basis):
+    pr = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), basis=basis)
+    assert pr.xs.shape == (4000, 3, 2) and pr.tasks.shape == (4000, 9)
+    clean = np.einsum("bf,bf->b", feature_map(pr.x_query, 3, kind=basis), pr.tasks)
+    np.testing.assert_allclose(pr.y_query, clean, atol=1e-12)  # noise_var = 0
+    # E y² = 1; the Monte Carlo mean of 4,000 heavy-ish tailed y² has sd ~ 0.05: 0.2 is 4 sd.
+    assert abs(np.mean(pr.ys**2) - 1.0) < 0.2
+    if basis == "legendre":
+        assert np.all(np.abs(pr.xs) <= 1)
+    again = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), basis=basis)
+    np.testing.assert_array_equal(pr.ys, again.ys)
+    cubic = sample_cubic_prompts(4000, 3, 2, rng=np.random.default_rng(5), basis=basis)
+    np.testing.assert_array_equal(cubic.ys, pr.ys)
+    with pytest.raises(ValueError, match="basis"):
+        sample_polynomial_prompts(2, 3, 2, 3, rng=np.random.default_rng(0), basis="fourier")
+
+
+# ------------------------------------------------------------------------------------------------
+# Checks of the chapter's exercises
+# ------------------------------------------------------------------------------------------------
+
+
+def test_checks_pass_on_solutions_and_fail_on_wrong_answers(capsys):
+    from math import ceil, comb
+
+    assert check_depth_ex2(block_coordinate_gd_predict)
+    assert check_depth_ex3(lambda d, p, w: ceil((comb(d + p, p) - 1) / (w - d - 2)))
+    assert "depth-ex3: correct" in capsys.readouterr().out
+
+    def stub(*args):
+        raise NotImplementedError()
+
+    for check in (check_depth_ex2, check_depth_ex3):
+        with pytest.raises(CheckFailed, match="not implemented"):
+            check(stub)
+
+    def one_cycle_only(xs, ys, xq, blocks, eta, n_cycles):
+        return block_coordinate_gd_predict(xs, ys, xq, blocks, eta, 1)
+
+    with pytest.raises(CheckFailed, match="Hint"):
+        check_depth_ex2(one_cycle_only)
+    with pytest.raises(CheckFailed, match="Hint"):
+        check_depth_ex3(lambda d, p, w: ceil(comb(d + p, p) / (w - d - 2)))
+    with pytest.raises(CheckFailed, match="an integer"):
+        check_depth_ex3(lambda d, p, w: 2.5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Experiment (b): the training script and the shipped weights
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_pretrain_script_runs_on_a_short_budget(tmp_path):
+    from icl_book import pretrain_depth
+
+    out = tmp_path / "weights.npz"
+    pretrain_depth.main(
+        ["--out", str(out), "--steps", "4", "--depths", "1", "2", "--eval-size", "200"]
+    )
+    models, curves = pretrain_depth.load_pretrained(out)
+    assert set(models) == {("quadratic", 1), ("quadratic", 2), ("cubic", 1), ("cubic", 2)}
+    assert curves["config"]["steps"] == 4
+    pr = _prompts(3, 3, 50)
+    for model in models.values():
+        assert torch.all(torch.isfinite(model(*_torch(pr))))
+
+
+def test_shipped_weights_load_and_are_finite():
+    from icl_book import pretrain_depth
+
+    if not pretrain_depth.DEFAULT_PATH.exists():
+        pytest.fail(f"missing shipped weights {pretrain_depth.DEFAULT_PATH}")
+    models, curves = pretrain_depth.load_pretrained()
+    assert sorted({d for _, d in models}) == [1, 2, 4]
+    pr = _prompts(3, 3, 50, batch=200)
+    for key, model in models.items():
+        pred = model(*_torch(pr)).detach().numpy()
+        assert np.all(np.isfinite(pred)), key
+        assert np.all(np.isfinite(curves[key]["eval_losses"])), key
