@@ -1,0 +1,585 @@
+"""A fast pretraining simulator for the reduced linear-attention model (chapter 3).
+
+Pretraining the reduced model ``ŷ = ⟨Γ, H_Z⟩`` on ``n`` prompts is a ridge regression with ``d(d+1)`` features
+(``SCIENCE.md`` §3). The reference method materialises the features and solves the dense ``d(d+1) × d(d+1)``
+normal equations: ``O(n d⁴)`` time and ``O(d⁴)`` memory. This module does the same regression exactly, faster:
+
+1. **Exact-in-distribution sampling** (:func:`sample_reduced_prompts`). A prompt enters the regression only
+   through the query ``x_q``, its label ``y_q`` and the vector
+   ``h = [(d/ℓ) Σ_i y_i x_i, (1/ℓ) Σ_i y_i²] ∈ R^{d+1}`` (then ``H_Z = x_q hᵀ``). Write each context input as
+   ``x_i = s_i u + x_i^⊥`` with ``u = w/‖w‖``: ``s_i ~ N(0, 1/d)`` and ``x_i^⊥ ~ N(0, P_u^⊥/d)`` are
+   independent, and ``y_i = f(‖w‖ s_i) + ε_i`` depends on ``s_i`` and the noise only. Hence
+   ``Σ y_i x_i = u Σ y_i s_i + v^⊥`` where, given the labels, ``v^⊥ = Σ y_i x_i^⊥ ~ N(0, (Σ y_i²/d) P_u^⊥)``.
+   So ``ℓ`` scalars and one ``d``-vector per prompt reproduce the *exact* joint law of ``(x_q, h, y_q)``:
+   ``O(ℓ + d)`` work instead of ``O(ℓ d)``, for any link ``f``.
+2. **A matrix-free solver** (:func:`solve_reduced_ridge`): the normal-equation operator is
+   ``Γ ↦ Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ``, i.e. ``Σ_μ (x_μ x_μᵀ) ⊗ (h_μ h_μᵀ)`` in Kronecker form, applied in
+   ``O(n d²)`` by two matrix products streamed over row blocks, inside conjugate gradients. Only ``X_q (n, d)``,
+   ``H (n, d+1)`` and ``y (n,)`` are stored: memory ``O(n d)``.
+
+Objective: ``Σ_μ (y_μ − ⟨Γ, H_μ⟩)² + (n/d) λ ‖Γ‖_F²``; at ``λ = 0`` the minimum-norm least-squares solution.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from ._validate import as_array, generator, nonnegative_float, positive_float, positive_int
+from .tasks import sample_task_pool
+from .theory import error_of_gamma, task_moments
+
+__all__ = [
+    "ReducedPrompts",
+    "SolveInfo",
+    "SimulatedErrors",
+    "problem_sizes",
+    "reduced_features",
+    "sample_reduced_prompts",
+    "solve_reduced_ridge",
+    "pretrain_reduced_lsa",
+    "gamma_errors",
+    "simulated_errors",
+]
+__all__ += ["MCError", "mc_error"]  # nonlinear (chapter 4)
+
+
+# --- asymptotics: exact-in-distribution sampler and matrix-free ridge solver (chapter 3) ---
+
+#: Prompts are drawn in blocks of this many (fixed, so that a seed always gives the same prompts).
+SAMPLE_BATCH = 4096
+#: Rows per block in the streamed matrix-free products (bounds the temporaries to ``O(block · d)``).
+MATVEC_BLOCK = 16384
+
+
+class ReducedPrompts(NamedTuple):
+    """What ``n`` prompts contribute to the reduced regression.
+
+    ``x_query (n, d)``, ``h (n, d+1)`` with ``H_Z = x_q hᵀ``, ``y_query (n,)``; ``tasks (n, d)`` the task of each
+    prompt (``None`` unless requested).
+    """
+
+    x_query: np.ndarray
+    h: np.ndarray
+    y_query: np.ndarray
+    tasks: np.ndarray | None = None
+
+
+class SolveInfo(NamedTuple):
+    """Diagnostics of :func:`solve_reduced_ridge`: CG iterations, final relative residual, convergence flag."""
+
+    iterations: int
+    residual: float
+    converged: bool
+    preconditioned: bool
+
+
+class SimulatedErrors(NamedTuple):
+    """Exact errors of a pretrained ``Γ``: on fresh tasks (``icl``) and on the pretraining pool (``idg``)."""
+
+    icl: float
+    idg: float
+
+
+def _round_half_up(x: float) -> int:
+    return int(math.floor(x + 0.5))
+
+
+def problem_sizes(
+    dim: int, alpha: float, tau: float, kappa: float = np.inf
+) -> tuple[int, int, int | None]:
+    """Integer sizes ``(ℓ, n, K)`` of a simulation: ``ℓ = ⌊αd⌉``, ``n = ⌊τd²⌉``, ``K = ⌊κd⌉`` (``None`` if κ = ∞).
+
+    ``⌊x⌉`` rounds half up (``⌊x + ½⌋``), the same for every size. A size that rounds to 0 raises a
+    ``ValueError`` naming the parameter. The theory should then be compared at the *realised* ratios
+    ``ℓ/d``, ``n/d²``, ``K/d`` (they differ from α, τ, κ by less than ``1/(2d)``, ``1/(2d²)``, ``1/(2d)``).
+    """
+    dim = positive_int("dim", dim)
+    alpha = positive_float("alpha", alpha)
+    tau = positive_float("tau", tau)
+    kappa = float(kappa)
+    if not (kappa > 0):  # also rejects NaN
+        raise ValueError(f"kappa must be > 0 (np.inf allowed), got {kappa!r}")
+    ell = _round_half_up(alpha * dim)
+    if ell < 1:
+        raise ValueError(
+            f"alpha * dim = {alpha * dim:g} rounds to a context length of 0; alpha must be >= {0.5 / dim:g}"
+        )
+    n = _round_half_up(tau * dim * dim)
+    if n < 1:
+        raise ValueError(
+            f"tau * dim**2 = {tau * dim * dim:g} rounds to 0 prompts; tau must be >= {0.5 / dim**2:g}"
+        )
+    if math.isinf(kappa):
+        return ell, n, None
+    k = _round_half_up(kappa * dim)
+    if k < 1:
+        raise ValueError(
+            f"kappa * dim = {kappa * dim:g} rounds to 0 tasks; kappa must be >= {0.5 / dim:g}"
+        )
+    return ell, n, k
+
+
+def reduced_features(xs, ys) -> np.ndarray:
+    """``h = [(d/ℓ) Σ_i y_i x_i, (1/ℓ) Σ_i y_i²]`` of a batch of explicit prompts (the naive way, ``O(ℓd)``).
+
+    Parameters
+    ----------
+    xs
+        ``(B, ℓ, d)`` context inputs.
+    ys
+        ``(B, ℓ)`` context labels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, d+1)``; the reduced feature matrix of a prompt with query ``x_q`` is ``H_Z = x_q hᵀ``.
+    """
+    xs = as_array("xs", xs, 3)
+    ys = as_array("ys", ys, 2)
+    b, ell, d = xs.shape
+    if ys.shape != (b, ell):
+        raise ValueError(f"ys must have shape {(b, ell)} to match xs {xs.shape}, got {ys.shape}")
+    out = np.empty((b, d + 1))
+    out[:, :d] = np.einsum("bl,bld->bd", ys, xs) * (d / ell)
+    out[:, d] = np.einsum("bl,bl->b", ys, ys) / ell
+    return out
+
+
+def _apply_link(link, z):
+    if link is None:
+        return z
+    out = np.asarray(link(z), dtype=np.float64)
+    if out.shape != z.shape:
+        raise ValueError(
+            f"link must be vectorised (map an array to an array of the same shape), got {out.shape}"
+        )
+    return out
+
+
+def sample_reduced_prompts(
+    dim: int,
+    context_len: int,
+    n_prompts: int,
+    *,
+    rng: np.random.Generator,
+    rho: float = 0.0,
+    task_pool: np.ndarray | None = None,
+    link: Callable[[np.ndarray], np.ndarray] | None = None,
+    return_tasks: bool = False,
+) -> ReducedPrompts:
+    """Draw ``(x_q, h, y_q)`` of ``n`` prompts exactly in law, in ``O(ℓ + d)`` per prompt (module docstring).
+
+    Conventions of Lu et al.: ``x ~ N(0, I_d/d)``; ``y = f(x·w) + ε``, ``ε ~ N(0, ρ)``; tasks uniform over
+    ``task_pool`` (rows of any norm) or, when ``task_pool`` is ``None``, fresh with ``‖w‖ = √d``.
+    The result has the same distribution as :func:`reduced_features` applied to
+    :func:`icl_book.tasks.sample_single_index_prompts` (not the same draws).
+
+    Parameters
+    ----------
+    dim, context_len, n_prompts
+        ``d``, ``ℓ`` and ``n``, integers ``>= 1``.
+    rng
+        The only source of randomness; prompts are drawn in blocks of ``SAMPLE_BATCH`` (a module constant).
+    rho
+        Label-noise variance ``ρ >= 0`` (context and query labels).
+    task_pool
+        ``(K, d)`` task vectors, or ``None`` for fresh tasks.
+    link
+        Vectorised ``f: R -> R``; ``None`` is the linear teacher ``f(z) = z``.
+    return_tasks
+        Also return the ``(n, d)`` task of every prompt.
+    """
+    rng = generator(rng)
+    dim = positive_int("dim", dim)
+    ell = positive_int("context_len", context_len)
+    n = positive_int("n_prompts", n_prompts)
+    rho = nonnegative_float("rho", rho)
+    if link is not None and not callable(link):
+        raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
+    if task_pool is not None:
+        pool = as_array("task_pool", task_pool, 2)
+        if pool.shape[1] != dim or pool.shape[0] < 1:
+            raise ValueError(
+                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
+            )
+        pool_norms = np.linalg.norm(pool, axis=1)
+        if np.any(pool_norms == 0) or not np.all(np.isfinite(pool)):
+            raise ValueError("task_pool rows must be finite and non-zero")
+    sd_noise = math.sqrt(rho)
+    x_query = np.empty((n, dim))
+    h = np.empty((n, dim + 1))
+    y_query = np.empty(n)
+    tasks = np.empty((n, dim)) if return_tasks else None
+    for start in range(0, n, SAMPLE_BATCH):
+        b = min(SAMPLE_BATCH, n - start)
+        rows = slice(start, start + b)
+        if task_pool is None:
+            w = sample_task_pool(b, dim, rng=rng)
+            norm = np.full(b, math.sqrt(dim))
+        else:
+            idx = rng.integers(0, pool.shape[0], size=b)
+            w, norm = pool[idx], pool_norms[idx]
+        u = w / norm[:, None]
+        # Context: only the projections s_i = u·x_i ~ N(0, 1/d) are needed; x_i·w = ‖w‖ s_i.
+        s = rng.standard_normal((b, ell)) / math.sqrt(dim)
+        y = _apply_link(link, norm[:, None] * s) + sd_noise * rng.standard_normal((b, ell))
+        sum_y2 = np.einsum("bl,bl->b", y, y)
+        # v⊥ = Σ y_i x_i⊥ given the labels: N(0, (Σ y_i² / d) P⊥_u).
+        g = rng.standard_normal((b, dim))
+        g -= u * np.einsum("bd,bd->b", g, u)[:, None]
+        sum_yx = u * np.einsum("bl,bl->b", y, s)[:, None] + np.sqrt(sum_y2 / dim)[:, None] * g
+        h[rows, :dim] = sum_yx * (dim / ell)
+        h[rows, dim] = sum_y2 / ell
+        xq = rng.standard_normal((b, dim)) / math.sqrt(dim)
+        x_query[rows] = xq
+        y_query[rows] = _apply_link(
+            link, np.einsum("bd,bd->b", xq, w)
+        ) + sd_noise * rng.standard_normal(b)
+        if return_tasks:
+            tasks[rows] = w
+    return ReducedPrompts(x_query, h, y_query, tasks)
+
+
+def _gram_apply(x_query, h, gamma):
+    """``Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ`` streamed over row blocks (never forms a ``d(d+1)``-square matrix)."""
+    out = np.zeros_like(gamma)
+    for start in range(0, x_query.shape[0], MATVEC_BLOCK):
+        xb = x_query[start : start + MATVEC_BLOCK]
+        hb = h[start : start + MATVEC_BLOCK]
+        pred = np.einsum("ij,ij->i", xb @ gamma, hb)
+        out += xb.T @ (pred[:, None] * hb)
+    return out
+
+
+def _cross_apply(x_query, h, y):
+    out = np.zeros((x_query.shape[1], h.shape[1]))
+    for start in range(0, x_query.shape[0], MATVEC_BLOCK):
+        sl = slice(start, start + MATVEC_BLOCK)
+        out += x_query[sl].T @ (y[sl, None] * h[sl])
+    return out
+
+
+def solve_reduced_ridge(
+    x_query,
+    h,
+    y_query,
+    ridge: float = 0.0,
+    *,
+    tol: float = 1e-10,
+    max_iter: int | None = None,
+    preconditioner: str = "auto",
+) -> tuple[np.ndarray, SolveInfo]:
+    """Minimise ``Σ_μ (y_μ − x_μᵀ Γ h_μ)² + (n/d) λ ‖Γ‖_F²`` over ``Γ ∈ R^{d×(d+1)}``, matrix-free.
+
+    Conjugate gradients on the normal equations ``(1/n) Σ_μ x_μ x_μᵀ Γ h_μ h_μᵀ + (λ/d) Γ = (1/n) Σ_μ y_μ x_μ h_μᵀ``;
+    each iteration costs ``O(n d²)`` and memory stays ``O(n d)``.
+
+    - **Preconditioning** (``"auto"``, used when ``n >= d(d+1)``): the Kronecker approximation
+      ``S_x ⊗ S_h + (λ/d) I`` of the Gram operator (``S_x = X_qᵀX_q/n``, ``S_h = HᵀH/n``), inverted exactly
+      through the eigendecompositions of the two small factors. ``"none"`` disables it.
+    - **Underdetermined** (``n < d(d+1)``, i.e. ``τ < 1`` roughly): plain CG started from ``Γ = 0`` keeps its
+      iterates in the row space of the features. At ``λ = 0`` it converges to the *minimum-norm* interpolator,
+      the ``λ → 0+`` limit of ridge that the theory describes (a preconditioner would change which interpolator
+      is found); at ``λ > 0`` the row space is where the ridge solution lives, and the directions outside it,
+      whose eigenvalue is only ``λ/d``, are never excited. So no preconditioner is used there.
+    - **Near the interpolation threshold** (``n ≈ d(d+1)``, ridgeless) the system is ill-conditioned and CG needs
+      many iterations; they are capped at ``max_iter`` (default ``max(1000, 2 d)``) and a ``RuntimeWarning`` is
+      issued when the cap is hit: the returned ``Γ`` is then an early-stopped (implicitly regularised) solution,
+      whose error is *below* the ridgeless one. The theory's error diverges there anyway.
+
+    Parameters
+    ----------
+    x_query, h, y_query
+        ``(n, d)``, ``(n, d+1)``, ``(n,)`` as returned by :func:`sample_reduced_prompts`.
+    ridge
+        ``λ >= 0``.
+    tol
+        Stop when ``‖residual‖ <= tol · ‖right-hand side‖``.
+    max_iter
+        Iteration cap (``None``: ``max(1000, 2d)``).
+    preconditioner
+        ``"auto"`` or ``"none"``.
+
+    Returns
+    -------
+    gamma : numpy.ndarray
+        ``(d, d+1)``.
+    info : SolveInfo
+    """
+    x_query = as_array("x_query", x_query, 2)
+    h = as_array("h", h, 2)
+    y_query = as_array("y_query", y_query, 1)
+    n, d = x_query.shape
+    if h.shape != (n, d + 1):
+        raise ValueError(f"h must have shape (n, d+1) = {(n, d + 1)}, got {h.shape}")
+    if y_query.shape != (n,):
+        raise ValueError(f"y_query must have shape ({n},), got {y_query.shape}")
+    ridge = nonnegative_float("ridge", ridge)
+    tol = positive_float("tol", tol)
+    max_iter = max(1000, 2 * d) if max_iter is None else positive_int("max_iter", max_iter)
+    if preconditioner not in ("auto", "none"):
+        raise ValueError(f"preconditioner must be 'auto' or 'none', got {preconditioner!r}")
+    shift = ridge / d  # (n/d) λ divided by n
+
+    def apply(gamma):
+        return _gram_apply(x_query, h, gamma) / n + shift * gamma
+
+    rhs = _cross_apply(x_query, h, y_query) / n
+    use_precond = preconditioner == "auto" and n >= d * (d + 1)
+    if use_precond:
+        ex, ux = np.linalg.eigh(x_query.T @ x_query / n)
+        eh, uh = np.linalg.eigh(h.T @ h / n)
+        denom = np.outer(np.maximum(ex, 0), np.maximum(eh, 0)) + shift
+        floor = denom.max() * 1e-12  # guards a numerically singular factor
+        denom = np.maximum(denom, floor)
+
+        def precond(r):
+            return ux @ ((ux.T @ r @ uh) / denom) @ uh.T
+    else:
+
+        def precond(r):
+            return r
+
+    gamma = np.zeros((d, d + 1))
+    rhs_norm = float(np.linalg.norm(rhs))
+    if rhs_norm == 0:
+        return gamma, SolveInfo(0, 0.0, True, use_precond)
+    r = rhs.copy()
+    z = precond(r)
+    p = z.copy()
+    rz = float(np.vdot(r, z))
+    res = 1.0
+    it = 0
+    while it < max_iter:
+        ap = apply(p)
+        step = rz / float(np.vdot(p, ap))
+        gamma += step * p
+        r -= step * ap
+        it += 1
+        res = float(np.linalg.norm(r)) / rhs_norm
+        if res <= tol:
+            break
+        z = precond(r)
+        rz_new = float(np.vdot(r, z))
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    converged = res <= tol
+    if not converged:
+        warnings.warn(
+            f"conjugate gradients stopped at max_iter={max_iter} with relative residual {res:.1e} > tol={tol:g} "
+            "(ill-conditioned ridgeless problem near n = d(d+1)?); the returned Γ is early-stopped",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return gamma, SolveInfo(it, res, converged, use_precond)
+
+
+def pretrain_reduced_lsa(
+    dim: int,
+    alpha: float,
+    tau: float,
+    kappa: float = np.inf,
+    rho: float = 0.0,
+    ridge: float = 0.0,
+    *,
+    link: Callable[[np.ndarray], np.ndarray] | None = None,
+    rng: np.random.Generator,
+    tol: float = 1e-10,
+    max_iter: int | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Pretrain the reduced linear attention ``ŷ = ⟨Γ, H_Z⟩`` by ridge regression (fast and exact).
+
+    Draws ``K = ⌊κd⌉`` tasks (:func:`icl_book.tasks.sample_task_pool`; none when ``κ = ∞``), then
+    ``n = ⌊τd²⌉`` prompts of context length ``ℓ = ⌊αd⌉`` (:func:`sample_reduced_prompts`; ``⌊·⌉`` rounds half
+    up, see :func:`problem_sizes`), and solves ``min Σ (y − ⟨Γ, H⟩)² + (n/d) λ ‖Γ‖_F²`` with
+    :func:`solve_reduced_ridge` (minimum-norm solution at ``λ = 0``).
+
+    Parameters
+    ----------
+    dim
+        ``d``, an integer ``>= 1``.
+    alpha, tau, kappa
+        ``α, τ > 0``; ``κ > 0`` or ``np.inf`` (a fresh task for every prompt).
+    rho
+        Label-noise variance ``ρ >= 0``.
+    ridge
+        ``λ >= 0``.
+    link
+        ``None`` (linear teacher) or a vectorised callable ``f`` (single-index teacher ``y = f(x·w) + ε``).
+    rng
+        The only source of randomness.
+    tol, max_iter
+        Passed to :func:`solve_reduced_ridge`.
+
+    Returns
+    -------
+    gamma : numpy.ndarray
+        ``(dim, dim+1)``.
+    task_pool : numpy.ndarray or None
+        ``(K, dim)`` pretraining tasks (``None`` when ``κ = ∞``).
+
+    Examples
+    --------
+    >>> gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, kappa=1.0, rho=0.1, rng=np.random.default_rng(0))
+    >>> gamma.shape, pool.shape
+    ((10, 11), (10, 10))
+    """
+    rng = generator(rng)
+    ell, n, k = problem_sizes(dim, alpha, tau, kappa)
+    rho = nonnegative_float("rho", rho)
+    ridge = nonnegative_float("ridge", ridge)
+    pool = None if k is None else sample_task_pool(k, dim, rng=rng)
+    prompts = sample_reduced_prompts(dim, ell, n, rng=rng, rho=rho, task_pool=pool, link=link)
+    gamma, _ = solve_reduced_ridge(
+        prompts.x_query, prompts.h, prompts.y_query, ridge, tol=tol, max_iter=max_iter
+    )
+    return gamma, pool
+
+
+def gamma_errors(gamma, context_len: int, rho: float, task_pool=None) -> SimulatedErrors:
+    """Exact errors of ``Γ`` (linear teacher) via :func:`icl_book.theory.error_of_gamma`.
+
+    ``icl``: fresh tasks; ``idg``: tasks drawn uniformly from ``task_pool`` (its mean and second moment),
+    ``nan`` when ``task_pool`` is ``None``. ``context_len`` is the integer ``ℓ`` (α = ℓ/d is used).
+    """
+    gamma = as_array("gamma", gamma, 2)
+    d = gamma.shape[0]
+    ell = positive_int("context_len", context_len)
+    icl = error_of_gamma(gamma, ell / d, rho)
+    if task_pool is None:
+        return SimulatedErrors(icl, float("nan"))
+    mean, second = task_moments(task_pool)
+    return SimulatedErrors(icl, error_of_gamma(gamma, ell / d, rho, mean, second))
+
+
+def simulated_errors(
+    dim: int,
+    alpha: float,
+    tau: float,
+    kappa: float = np.inf,
+    rho: float = 0.0,
+    ridge: float = 0.0,
+    *,
+    rng: np.random.Generator,
+    tol: float = 1e-10,
+    max_iter: int | None = None,
+) -> SimulatedErrors:
+    """Pretrain with :func:`pretrain_reduced_lsa` and return the exact ``(e_ICL, e_IDG)`` of the learned ``Γ``.
+
+    The errors are exact expectations over test prompts (no Monte-Carlo noise), so the only randomness is that
+    of pretraining. ``idg`` is ``nan`` when ``κ = ∞`` (there is no finite pool to test on). ``tol`` and
+    ``max_iter`` go to :func:`solve_reduced_ridge` (``tol = 1e-6`` already fixes the errors to ~1e-6).
+    """
+    gamma, pool = pretrain_reduced_lsa(
+        dim, alpha, tau, kappa, rho, ridge, rng=rng, tol=tol, max_iter=max_iter
+    )
+    ell, _, _ = problem_sizes(dim, alpha, tau, kappa)
+    return gamma_errors(gamma, ell, rho, pool)
+
+
+# --- nonlinear: chapter 4 section below ---
+
+
+class MCError(NamedTuple):
+    """A Monte Carlo error estimate: the ``mean`` squared error, its standard error ``sem``, and ``n_test``."""
+
+    mean: float
+    sem: float
+    n_test: int
+
+
+def _teacher_link(f):
+    """``f`` as ``sample_reduced_prompts`` wants it: ``None`` (identity) or a callable; strings are looked up."""
+    if f is None or callable(f):
+        return f
+    if isinstance(f, str):
+        from .hermite import get_link
+
+        return get_link(f)
+    raise TypeError(
+        f"f must be a vectorised callable R -> R, a registered link name or None, got {type(f).__name__}"
+    )
+
+
+def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
+    """Monte Carlo test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` on prompts from the teacher ``f``.
+
+    Test prompts follow :func:`sample_reduced_prompts` (Lu et al.'s conventions, exact in law): ``x ~ N(0, I/d)``,
+    ``y = f(x·w) + ε`` with ``ε ~ N(0, ρ)`` on context *and* query labels (so the error includes ``ρ``, as in
+    :func:`icl_book.theory.error_of_gamma`), context length ``ℓ = ⌊αd⌉`` with ``d = gamma.shape[0]``. They are
+    streamed in blocks of :data:`SAMPLE_BATCH` prompts, so memory is ``O(SAMPLE_BATCH · (ℓ + d))`` whatever
+    ``n_test``, and the draws are those of one call of :func:`sample_reduced_prompts` with ``n_test`` prompts.
+
+    Parameters
+    ----------
+    gamma
+        ``(d, d+1)`` array ``Γ`` (e.g. from :func:`pretrain_reduced_lsa`).
+    f
+        The teacher's link: a vectorised callable, a name in :data:`icl_book.hermite.LINKS`, or ``None`` for the
+        linear teacher ``f(z) = z``.
+    alpha
+        ``α > 0``; the test context length is ``ℓ = ⌊αd⌉``.
+    rho
+        Label-noise variance ``ρ >= 0``.
+    task_pool
+        ``None``: a fresh task for every test prompt (the in-context error ``e_ICL``). A ``(K, d)`` array: tasks
+        drawn uniformly from its rows (with the pretraining pool, the in-distribution error ``e_IDG``).
+    n_test
+        Number of test prompts, an integer ``>= 2``.
+    rng
+        ``numpy.random.Generator``, the only source of randomness.
+
+    Returns
+    -------
+    MCError
+        ``(mean, sem, n_test)``: the mean squared error over the ``n_test`` independent prompts and its standard
+        error ``s / √n_test`` (``s`` the sample standard deviation of the per-prompt squared errors).
+
+    Examples
+    --------
+    >>> gamma = np.zeros((5, 6))  # predicts 0: the error is E f² + ρ
+    >>> res = mc_error(gamma, np.sign, 2.0, 0.1, n_test=1000, rng=np.random.default_rng(0))
+    >>> print(f"{res.mean:.1f} {res.n_test}")
+    1.1 1000
+    """
+    rng = generator(rng)
+    gamma = as_array("gamma", gamma, 2)
+    dim = gamma.shape[0]
+    if gamma.shape != (dim, dim + 1):
+        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
+    if not np.all(np.isfinite(gamma)):
+        raise ValueError("gamma must be finite")
+    link = _teacher_link(f)
+    alpha = positive_float("alpha", alpha)
+    rho = nonnegative_float("rho", rho)
+    n_test = positive_int("n_test", n_test, minimum=2)
+    ell = _round_half_up(alpha * dim)
+    if ell < 1:
+        raise ValueError(
+            f"alpha * d = {alpha * dim:g} rounds to a context length of 0; alpha must be >= {0.5 / dim:g}"
+        )
+    if task_pool is not None:
+        task_pool = as_array("task_pool", task_pool, 2)
+        if task_pool.shape[1] != dim or task_pool.shape[0] < 1:
+            raise ValueError(
+                f"task_pool must have shape (K, d) = (K, {dim}) with K >= 1, got {task_pool.shape}"
+            )
+    # Streaming mean and sum of squared deviations, merged block by block (Chan et al.): no cancellation.
+    count, mean, m2 = 0, 0.0, 0.0
+    for start in range(0, n_test, SAMPLE_BATCH):
+        b = min(SAMPLE_BATCH, n_test - start)
+        p = sample_reduced_prompts(dim, ell, b, rng=rng, rho=rho, task_pool=task_pool, link=link)
+        sq = (p.y_query - np.einsum("bd,bd->b", p.x_query, p.h @ gamma.T)) ** 2
+        b_mean = float(sq.mean())
+        b_m2 = float(((sq - b_mean) ** 2).sum())
+        delta = b_mean - mean
+        total = count + b
+        mean += delta * b / total
+        m2 += b_m2 + delta * delta * count * b / total
+        count = total
+    return MCError(mean, float(np.sqrt(m2 / (n_test - 1) / n_test)), n_test)

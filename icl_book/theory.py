@@ -1,0 +1,464 @@
+"""Closed-form asymptotics of pretrained linear attention (Lu et al., chapter 3).
+
+Conventions (``SCIENCE.md`` §3): inputs ``x ~ N(0, I_d / d)``, tasks with ``‖w‖ = √d``, labels
+``y = x·w + ε`` with ``ε ~ N(0, ρ)``; context length ``ℓ = αd``, ``K = κd`` pretraining tasks
+(``κ = ∞``: a fresh task for every prompt), ``n = τd²`` pretraining prompts and ridge ``λ``. The reduced
+model predicts ``ŷ = ⟨Γ, H_Z⟩`` with ``Γ ∈ R^{d×(d+1)}``.
+
+- :func:`icl_error` -- the asymptotic in-context error ``e_ICL(α, τ, κ, ρ, λ)`` on fresh tasks
+  (ridgeless "Result 1" at ``λ = 0``, the ridge self-consistent formula for ``λ > 0``).
+- :func:`idg_error` -- the ridgeless in-distribution error ``e_IDG`` on the ``K`` pretraining tasks.
+- :func:`error_of_gamma` -- the exact error of a given ``Γ`` at any finite ``d``.
+- :func:`wishart_stieltjes` -- the function ``M_κ`` that all the formulas are built from.
+
+Divergent points return ``inf``: the ridgeless error at ``τ = 1`` exactly (the interpolation peak).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ._validate import as_array, nonnegative_float, positive_float
+
+__all__ = ["wishart_stieltjes", "icl_error", "idg_error", "error_of_gamma", "task_moments"]
+__all__ += [
+    "equivalent_linear_task",
+    "nonlinear_icl_error",
+    "nonlinear_idg_error",
+]  # nonlinear (chapter 4)
+
+
+# --- asymptotics: closed forms of Lu et al. (chapter 3) ---
+
+
+def _check_array(name: str, value, *, positive: bool) -> np.ndarray:
+    """``value`` as a float64 array; every entry ``> 0`` (``positive``) or ``>= 0``; NaN rejected.
+
+    ``inf`` is accepted (it is a meaningful limit for κ and, in the formulas, for τ and α).
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a real number or an array of them, got {value!r}"
+        ) from None
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not be NaN, got {value!r}")
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if not positive and np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return arr
+
+
+def _m_kappa(x, inv_kappa):
+    """``M_κ(x)`` written with ``1/κ`` (so that ``κ = ∞`` is ``inv_kappa = 0``), numerically stable."""
+    a = x + 1.0 - inv_kappa
+    b = x * inv_kappa
+    root = np.sqrt(a * a + 4.0 * b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 2 / (a + root) cancels when a < 0; then use the conjugate form (root - a) / (2b).
+        stable = np.where(a >= 0, 2.0 / (a + root), (root - a) / (2.0 * np.where(b > 0, b, 1.0)))
+    return stable
+
+
+def _m_kappa_prime(x, inv_kappa):
+    """Derivative ``M_κ'(x) = -½ M² [1 + (x + 1 + 1/κ) / √((x + 1 - 1/κ)² + 4x/κ)]``."""
+    m = _m_kappa(x, inv_kappa)
+    root = np.sqrt((x + 1.0 - inv_kappa) ** 2 + 4.0 * x * inv_kappa)
+    return -0.5 * m * m * (1.0 + (x + 1.0 + inv_kappa) / root)
+
+
+def wishart_stieltjes(x, kappa=np.inf):
+    """``M_κ(x) = 2 / [(x + 1 − 1/κ) + √((x + 1 − 1/κ)² + 4x/κ)]`` (broadcasts).
+
+    ``M_κ(x) = lim (1/d) tr (R̂ + x I)^{-1}`` for the second-moment matrix ``R̂`` of ``K = κd`` random tasks:
+    the Stieltjes transform of a Marchenko–Pastur law, evaluated at ``-x``. ``κ = ∞`` gives ``1/(1 + x)``.
+
+    Parameters
+    ----------
+    x
+        Positive reals (array-like).
+    kappa
+        Task diversity ``κ > 0``; ``np.inf`` allowed.
+    """
+    x = _check_array("x", x, positive=True)
+    kappa = _check_array("kappa", kappa, positive=True)
+    return _m_kappa(x, 1.0 / kappa)
+
+
+def _icl_ridgeless(alpha, tau, inv_kappa, rho):
+    x = (1.0 + rho) / alpha
+    m = _m_kappa(x, inv_kappa)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = x * _m_kappa(x, tau * inv_kappa)  # only used for τ < 1 (τ = ∞ gives ∞ · 0 here)
+        small = (
+            tau * (1 + x) / (1 - tau) * (1 - tau * (1 - mu) ** 2 - (x - rho) / x * mu)
+            - 2 * tau * (1 - mu)
+            + rho
+            + 1
+        )
+        # κ (m/(κ+m))² = m² (1/κ) / (1 + m/κ)², finite at κ = ∞.
+        k_star = 1.0 / (1.0 - m * m * inv_kappa / (1.0 + m * inv_kappa) ** 2)
+        q = 1.0 / (tau - 1)  # 0 at τ = ∞, so the τ → ∞ limit is exact; (3 − 2τ)/(τ − 1) = q − 2
+        large = (
+            (k_star - q) * (1 + x) * (x * m) ** 2
+            + (q - 2) * m * x * x
+            + ((1 + rho) * m * q + 1) * x
+            + rho * m * q
+            + rho
+        )
+    out = np.where(tau < 1, small, large)
+    return np.where(tau == 1, np.inf, out)
+
+
+def _ridge_epsilon(alpha, tau, inv_kappa, rho, ridge):
+    """The positive root ``ε`` of ``1 − τ + τλ/ε − ε S(ε + x*) = 0`` (bracketed, then Brent)."""
+    x = (1.0 + rho) / alpha
+
+    def f(eps):
+        return 1.0 - tau + tau * ridge / eps - eps * _m_kappa(eps + x, inv_kappa)
+
+    # f → +∞ as ε → 0+ (the τλ/ε term) and f → −τ < 0 as ε → ∞ (ε S(ε + x*) → 1).
+    lo = min(ridge, 1.0)
+    while f(lo) <= 0:
+        lo /= 4.0
+    hi = max(1.0, 4.0 * lo)
+    while f(hi) >= 0:
+        hi *= 4.0
+    # Scan the bracket on a log grid so that, if several sign changes existed, the first (smallest
+    # ε, continuously connected to λ → 0+) is returned; at the book's parameters the root is unique.
+    grid = np.geomspace(lo, hi, 65)
+    values = np.array([f(g) for g in grid])
+    k = int(np.argmax(values < 0))
+    return brentq(f, grid[k - 1], grid[k], xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
+
+
+def _icl_ridge_scalar(alpha, tau, inv_kappa, rho, ridge):
+    x = (1.0 + rho) / alpha
+    if np.isinf(tau):
+        # Divide the equation by τ: ε → λ, and c_e → 0 (its denominator contains −τ).
+        eps, nu = ridge, x + ridge
+        s = _m_kappa(nu, inv_kappa)
+        sp = _m_kappa_prime(nu, inv_kappa)
+        c_e = 0.0
+    else:
+        eps = _ridge_epsilon(alpha, tau, inv_kappa, rho, ridge)
+        nu = x + eps
+        s = _m_kappa(nu, inv_kappa)
+        sp = _m_kappa_prime(nu, inv_kappa)
+        c_e = (rho + nu - nu * nu * s - eps * (1 - 2 * nu * s - nu * nu * sp)) / (
+            1 - 2 * eps * s - eps * eps * sp - tau
+        )
+    return float(
+        (x + 1) * (1 - 2 * nu * s - nu * nu * sp - c_e * (s + eps * sp))
+        - 2 * (1 - nu * s)
+        + 1
+        + rho
+    )
+
+
+def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
+    """Asymptotic in-context error ``e_ICL`` of the pretrained reduced linear attention (Lu et al.).
+
+    The limit ``d → ∞`` with ``ℓ/d → α``, ``n/d² → τ``, ``K/d → κ``, evaluated on prompts with *fresh* tasks.
+    ``ridge = 0`` uses the ridgeless formula ("Result 1"), which diverges at ``τ = 1`` (returned as ``inf``);
+    ``ridge > 0`` solves the ridge self-consistency equation for ``ε > 0`` with a bracketing root finder.
+
+    Parameters
+    ----------
+    alpha, tau
+        Context length ``α = ℓ/d > 0`` and pretraining data ``τ = n/d² > 0`` (arrays broadcast).
+    kappa
+        Task diversity ``κ = K/d > 0``; ``np.inf`` (default) means a fresh task for every pretraining prompt.
+    rho
+        Label-noise variance ``ρ >= 0``.
+    ridge
+        Ridge ``λ >= 0`` of the pretraining objective ``Σ (y − ⟨Γ, H⟩)² + (n/d) λ ‖Γ‖_F²``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``e_ICL``, with the broadcast shape of the arguments (a Python ``float`` when all are scalars).
+
+    Examples
+    --------
+    >>> round(icl_error(1.0, 2.0, rho=0.01), 5)
+    1.02498
+    """
+    alpha = _check_array("alpha", alpha, positive=True)
+    tau = _check_array("tau", tau, positive=True)
+    kappa = _check_array("kappa", kappa, positive=True)
+    rho = _check_array("rho", rho, positive=False)
+    ridge = _check_array("ridge", ridge, positive=False)
+    if np.any(np.isinf(rho)) or np.any(np.isinf(ridge)):
+        raise ValueError("rho and ridge must be finite")
+    a, t, ik, r, lam = np.broadcast_arrays(alpha, tau, 1.0 / kappa, rho, ridge)
+    shape = a.shape
+    a, t, ik, r, lam = (np.ravel(v) for v in (a, t, ik, r, lam))
+    out = np.empty(a.shape, dtype=np.float64)
+    ridgeless = lam == 0
+    out[ridgeless] = _icl_ridgeless(a[ridgeless], t[ridgeless], ik[ridgeless], r[ridgeless])
+    for i in np.flatnonzero(~ridgeless):
+        out[i] = _icl_ridge_scalar(a[i], t[i], ik[i], r[i], lam[i])
+    return float(out[0]) if shape == () else out.reshape(shape)
+
+
+def idg_error(alpha, tau, kappa, rho=0.0):
+    """Asymptotic ridgeless in-distribution error ``e_IDG``: test prompts reuse the ``K = κd`` pretraining tasks.
+
+    The task-generalisation gap is ``g = icl_error(α, τ, κ, ρ) − idg_error(α, τ, κ, ρ)``. ``inf`` at ``τ = 1``.
+
+    Parameters
+    ----------
+    alpha, tau, kappa
+        ``α > 0``, ``τ > 0``, ``κ > 0`` (``np.inf`` allowed); arrays broadcast.
+    rho
+        Label-noise variance ``ρ >= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``e_IDG`` with the broadcast shape of the arguments.
+    """
+    alpha = _check_array("alpha", alpha, positive=True)
+    tau = _check_array("tau", tau, positive=True)
+    kappa = _check_array("kappa", kappa, positive=True)
+    rho = _check_array("rho", rho, positive=False)
+    if np.any(np.isinf(rho)):
+        raise ValueError("rho must be finite")
+    a, t, ik, r = np.broadcast_arrays(alpha, tau, 1.0 / kappa, rho)
+    x = (1.0 + r) / a
+    m = _m_kappa(x, ik)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = x * _m_kappa(x, t * ik)
+        eps = (1 - t) * x / (t * mu)
+        # c = 1 / (1 − κ / (1 + κ ε/(1−τ))²), with κ/(1 + κ a)² = (1/κ) / (1/κ + a)².
+        c = 1.0 / (1.0 - ik / (ik + eps / (1 - t)) ** 2)
+        small = t * (
+            (x + eps) ** 2 / eps
+            + (r + x - 2 * x * (1 - t) * (x / eps + 1)) / (1 - t - c * (1 - t) ** 2)
+        )
+        large = (r + x * (1 - x * m)) / (1 - 1 / t)
+    out = np.where(t < 1, small, large)
+    out = np.where(t == 1, np.inf, out)
+    return float(out) if out.ndim == 0 else out
+
+
+def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
+    """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` (linear teacher).
+
+    ``e = 1 + ρ + ((1+ρ)/d) tr(ΓᵀΓB) − (2/d) tr(ΓA)``, with ``A``, ``B`` built from the task moments
+    ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (``SCIENCE.md`` §3) and ``ℓ = αd`` with ``d = gamma.shape[0]``.
+    Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with the moments of a
+    task pool (:func:`task_moments`) it is the in-distribution error ``e_IDG``.
+
+    Parameters
+    ----------
+    gamma
+        ``(d, d+1)`` array ``Γ``.
+    alpha
+        ``α = ℓ/d > 0``; pass ``ℓ/d`` exactly for the context length ``ℓ`` that ``Γ`` is used with.
+    rho
+        Label-noise variance ``ρ >= 0``.
+    task_mean, task_second_moment
+        ``(d,)`` and ``(d, d)``; both or neither.
+
+    Returns
+    -------
+    float
+    """
+    gamma = as_array("gamma", gamma, 2)
+    d = gamma.shape[0]
+    if gamma.shape != (d, d + 1):
+        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
+    if not np.all(np.isfinite(gamma)):
+        raise ValueError("gamma must be finite")
+    alpha = positive_float("alpha", alpha)
+    rho = nonnegative_float("rho", rho)
+    if (task_mean is None) != (task_second_moment is None):
+        raise ValueError(
+            "task_mean and task_second_moment must be given together (or both omitted)"
+        )
+    if task_mean is None:
+        mu = np.zeros(d)
+        r_hat = np.eye(d)
+    else:
+        mu = np.asarray(task_mean, dtype=np.float64)
+        if mu.shape != (d,):
+            raise ValueError(f"task_mean must have shape ({d},), got {mu.shape}")
+        r_hat = np.asarray(task_second_moment, dtype=np.float64)
+        if r_hat.shape != (d, d):
+            raise ValueError(f"task_second_moment must have shape ({d}, {d}), got {r_hat.shape}")
+    ell = alpha * d
+    a_mat = np.empty((d + 1, d))
+    a_mat[:d] = r_hat
+    a_mat[d] = (1 + rho) * mu
+    b_mat = np.empty((d + 1, d + 1))
+    b_mat[:d, :d] = np.eye(d) / alpha + (1 + 1 / ell) * r_hat / (1 + rho)
+    b_mat[d, :d] = b_mat[:d, d] = (1 + 2 / ell) * mu
+    b_mat[d, d] = (1 + rho) * (1 + 2 / ell)
+    quad = np.einsum("ij,ij->", gamma @ b_mat, gamma)  # tr(Γᵀ Γ B) = tr(Γ B Γᵀ)
+    lin = np.einsum("ij,ji->", gamma, a_mat)  # tr(Γ A)
+    return float(1 + rho + (1 + rho) / d * quad - 2 / d * lin)
+
+
+def task_moments(task_pool) -> tuple[np.ndarray, np.ndarray]:
+    """Mean ``(d,)`` and second-moment matrix ``(d, d)`` of a ``(K, d)`` task pool (uniform over its rows)."""
+    pool = as_array("task_pool", task_pool, 2)
+    if pool.shape[0] < 1:
+        raise ValueError("task_pool must have at least one row")
+    return pool.mean(axis=0), pool.T @ pool / pool.shape[0]
+
+
+# --- nonlinear: chapter 4 section below ---
+
+
+def _teacher(f):
+    """``f`` as a callable link (a string is looked up in :data:`icl_book.hermite.LINKS`)."""
+    from . import hermite
+
+    if isinstance(f, str):
+        return hermite.get_link(f)
+    if not callable(f):
+        raise TypeError(
+            f"f must be a vectorised callable R -> R or a registered link name, got {type(f).__name__}"
+        )
+    return f
+
+
+def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
+    """The linear teacher that linear attention cannot tell apart from the teacher ``f``.
+
+    For ``y = f(x·w) + ε`` with ``x·w ~ N(0, 1)`` and ``ε ~ N(0, ρ)``, linear attention extracts only the linear
+    Hermite component ``μ_1 = E[f(Z) Z]``; everything else acts as label noise (arXiv:2610.10761; working form
+    of ``SCIENCE.md`` §4). The equivalent teacher is ``y = μ_1 (x·w) + ξ`` with ``ξ ~ N(0, ρ_eff)`` and
+
+        ``ρ_eff = ρ + E f(Z)² − μ_1² = ρ + μ_0² + Σ_{k≥2} μ_k² / k!``.
+
+    The mean ``μ_0 = E f(Z)`` is counted as noise: the model has no bias and its output is odd in ``x_q``, so a
+    constant offset of the labels can never be predicted (centring ``f`` removes ``μ_0²`` from ``ρ_eff``).
+    How arXiv:2610.10761 itself treats ``μ_0`` is not confirmed here.
+
+    Parameters
+    ----------
+    f
+        Vectorised callable ``R -> R`` with ``E f(Z)² < ∞`` (e.g. ``np.tanh`` or a :class:`icl_book.hermite.Link`),
+        or the name of a link in :data:`icl_book.hermite.LINKS`. Moments are computed by
+        :mod:`icl_book.hermite`'s kink-aware quadrature (a kink away from ``z = 0`` must be declared there).
+    rho
+        ``ρ >= 0``, the variance of the teacher's own label noise.
+
+    Returns
+    -------
+    (mu1, rho_eff) : tuple of float
+        ``μ_1`` (its sign is kept; the errors depend on ``μ_1²`` only) and ``ρ_eff >= ρ``.
+
+    Raises
+    ------
+    ValueError
+        If ``E f(Z)²`` is infinite, or ``f`` is not finite on the quadrature nodes, or ``rho < 0``.
+    TypeError
+        If ``f`` is neither callable nor a link name.
+
+    Examples
+    --------
+    >>> mu1, rho_eff = equivalent_linear_task(np.sign, rho=0.1)
+    >>> print(f"{mu1:.6f} {rho_eff:.6f}")  # √(2/π) and 0.1 + 1 − 2/π
+    0.797885 0.463380
+    """
+    from . import hermite
+
+    rho = nonnegative_float("rho", rho)
+    link = _teacher(f)
+    try:
+        mu1 = hermite.linear_component(link)
+        rho_eff = hermite.effective_noise(link, rho)
+    except ValueError as exc:
+        raise ValueError(
+            f"f must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
+        ) from None
+    return float(mu1), float(rho_eff)
+
+
+# Below this fraction of E y² = E f² + ρ the linear component counts as exactly zero (the quadrature leaves
+# ~1e-16 for an even link); the errors are then the μ_1 → 0 limit of the mapped formula.
+_MU1_ZERO = 1e-12
+# Surrogate μ_1² (relative to ρ_eff) used to take that limit; a two-point extrapolation removes the O(μ_1²)
+# term, leaving a relative error ~1e-10.
+_LIMIT_STEP = 1e-5
+
+
+def _mapped(linear_error, mu1: float, rho_eff: float, ridge: float):
+    """``μ_1² · e_lin(ρ_eff/μ_1², λ/μ_1²)``, continued to ``μ_1 = 0`` by its limit."""
+    s = mu1 * mu1
+    baseline = s + rho_eff  # E f² + ρ: the error of the predictor ŷ = 0
+    if baseline == 0.0:  # f = 0 and ρ = 0: every label is 0, and so is every prediction
+        return 0.0 * linear_error(1.0, 0.0)
+    if s > _MU1_ZERO * baseline:
+        return s * linear_error(rho_eff / s, ridge / s)
+    # μ_1 = 0: g(s) = s · e_lin(ρ_eff/s, λ/s) is smooth at s = 0; extrapolate linearly from s and 2s.
+    s = _LIMIT_STEP * rho_eff
+    with np.errstate(invalid="ignore"):  # inf − inf at the divergence τ = 1 stays inf below
+        g1 = s * np.asarray(linear_error(rho_eff / s, ridge / s))
+        g2 = 2 * s * np.asarray(linear_error(rho_eff / (2 * s), ridge / (2 * s)))
+        out = np.where(np.isfinite(g1) & np.isfinite(g2), 2 * g1 - g2, np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
+def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
+    """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``f``.
+
+    The nonlinearity–noise mapping (``SCIENCE.md`` §4): with ``(μ_1, ρ_eff) = equivalent_linear_task(f, ρ)``,
+
+        ``e_f(α, τ, κ, ρ, λ) = μ_1² · e_lin(α, τ, κ, ρ_eff / μ_1², λ / μ_1²)``,
+
+    where ``e_lin`` is :func:`icl_error`. (Dividing the labels by ``μ_1`` turns the equivalent teacher into the
+    unit linear teacher with noise ``ρ_eff/μ_1²``; the pretraining ridge scales by the same ``1/μ_1²``.)
+
+    ``μ_1 = 0`` (an even link such as ``|z|`` or ``He_2``) is not an error. Linear attention then learns nothing
+    about the task: the population-optimal ``Γ`` is 0, whose error is the *no-learning baseline* ``E f² + ρ``
+    (the error of predicting 0). The value returned is the limit ``μ_1 → 0`` of the mapped formula, which is that
+    baseline plus what pretraining on pure noise costs: ridgeless, ``(E f² + ρ)/(1 − τ)`` for ``τ < 1`` and
+    ``(E f² + ρ) τ/(τ − 1)`` for ``τ > 1`` (any ``κ``); it tends to the baseline as ``τ → ∞``.
+
+    Parameters
+    ----------
+    f
+        Link (callable or registered name) with ``E f(Z)² < ∞``; see :func:`equivalent_linear_task`.
+    alpha, tau, kappa, rho, ridge
+        As in :func:`icl_error` (context ``ℓ = αd``, ``n = τd²`` pretraining prompts, ``K = κd`` tasks with
+        ``np.inf`` for fresh tasks, label-noise variance ``ρ >= 0``, pretraining ridge ``λ >= 0``);
+        ``alpha``, ``tau`` and ``kappa`` may be arrays (they broadcast).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The predicted error; ``inf`` where the linear theory diverges (ridgeless ``τ = 1``).
+
+    Examples
+    --------
+    >>> print(f"{nonlinear_icl_error(np.abs, 2.0, 3.0, rho=0.1):.4f}")  # μ_1 = 0: (1 + 0.1) · 3/2
+    1.6500
+    """
+    rho = nonnegative_float("rho", rho)
+    ridge = nonnegative_float("ridge", ridge)
+    # Validate alpha, tau, kappa with the linear theory's own messages.
+    icl_error(alpha, tau, kappa, rho=rho, ridge=ridge)
+    mu1, rho_eff = equivalent_linear_task(f, rho)
+    return _mapped(
+        lambda r, lam: icl_error(alpha, tau, kappa, rho=r, ridge=lam), mu1, rho_eff, ridge
+    )
+
+
+def nonlinear_idg_error(f, alpha, tau, kappa, rho=0.0):
+    """Asymptotic in-distribution error (test tasks = the ``K = κd`` pretraining tasks) for the teacher ``f``.
+
+    Ridgeless, ``μ_1² · e_IDG(α, τ, κ, ρ_eff/μ_1²)`` with :func:`idg_error`; for ``μ_1 = 0`` the limit of that
+    formula (see :func:`nonlinear_icl_error`). Arguments as in :func:`idg_error`; returns a float or an array.
+    """
+    rho = nonnegative_float("rho", rho)
+    idg_error(alpha, tau, kappa, rho=rho)
+    mu1, rho_eff = equivalent_linear_task(f, rho)
+    return _mapped(lambda r, _lam: idg_error(alpha, tau, kappa, rho=r), mu1, rho_eff, 0.0)
