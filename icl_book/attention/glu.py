@@ -1,0 +1,484 @@
+"""GLU feed-forward layers and the LSA+GLU transformer block (chapter 5, ``SCIENCE.md`` §5).
+
+Token layout
+------------
+Every token is a column (NumPy construction) or a row (torch modules) of width ``D = d + c + F + 1``::
+
+    e = [ x (d) ; 1 (c = 1 if constant else 0) ; scratch (F) ; y (1) ]
+
+Context tokens carry ``(x_i, y_i)`` with an empty (zero) scratch; the query token (the last one) carries
+``x_q`` and ``y = 0``. The constant-1 coordinate lets a GLU write ``(x_j + 1)(x_j − 1) = x_j² − 1`` and
+erase scratch (chapter 6).
+
+Layers
+------
+- GLU feed-forward (bilinear, per token): ``e ← e + W_3 [(W_1 e) ⊙ (W_2 e)]`` with ``W_1, W_2 (H, D)`` and
+  ``W_3 (D, H)``.
+- Linear self-attention (``SCIENCE.md`` §2): ``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with
+  ``M = diag(I_N, 0)`` (the query is never a key or value).
+- The prediction is read with a minus sign from the query's ``y`` slot: ``ŷ = −Z[y, query]``, the convention of
+  chapter 2's ``lsa_predict`` (von Oswald et al.).
+
+The explicit construction (:func:`glu_lsa_block_weights`) writes ``q(x)`` with ``q_jj = x_j²`` and
+``q_jk = √2 x_j x_k`` (``j < k``) into the scratch, so ``q(x)·q(x') = (x·x')²``; the LSA with
+``W^{KQ} = diag(I, 0)`` over ``φ = [x; q(x)]`` and ``−η`` on the ``y`` slot then predicts
+``ŷ = (η/N) Σ_i y_i k(x_i, x_q)`` with ``k(x, x') = x·x' + (x·x')²``: one GD step on kernel regression.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validate import check_prompt_shapes, finite_float, positive_int
+
+__all__ = [
+    "GLULSABlockWeights",
+    "quadratic_feature_pairs",
+    "quadratic_features",
+    "glu_token_layout",
+    "glu_lsa_block_weights",
+    "glu_lsa_block_forward",
+    "glu_lsa_block_predict",
+    "glu_embed_prompts",
+    "lsa_tokens",
+    "GLUFeedForward",
+    "TransformerBlock",
+]
+
+_FEATURES = ("kernel", "hermite")
+
+
+class GLULSABlockWeights(NamedTuple):
+    """Weights of one LSA+GLU block, NumPy float64 arrays (token layout in the module docstring).
+
+    Attributes
+    ----------
+    w1, w2 : (H, D)
+        GLU gate and value projections.
+    w3 : (D, H)
+        GLU output projection.
+    w_kq : (D, D)
+        Merged key-query matrix of the LSA.
+    w_pv : (D, D)
+        Merged projection-value matrix of the LSA.
+    dim : int
+        Input dimension ``d`` (fixes where the constant, scratch and ``y`` slots are).
+    constant : bool
+        Whether tokens carry the constant-1 coordinate.
+    """
+
+    w1: np.ndarray
+    w2: np.ndarray
+    w3: np.ndarray
+    w_kq: np.ndarray
+    w_pv: np.ndarray
+    dim: int
+    constant: bool
+
+
+def quadratic_feature_pairs(dim: int) -> list[tuple[int, int]]:
+    """The index pairs ``(j, k)``, ``j <= k``, of the quadratic features, in the book's order.
+
+    ``[(0, 0), (0, 1), …, (0, d−1), (1, 1), …, (d−1, d−1)]``: ``d(d+1)/2`` pairs.
+    """
+    dim = positive_int("dim", dim)
+    return [(j, k) for j in range(dim) for k in range(j, dim)]
+
+
+def quadratic_features(x, *, whitened: bool = False) -> np.ndarray:
+    """Quadratic features of ``x`` (shape ``(..., d)``), shape ``(..., d(d+1)/2)``, in pair order.
+
+    ``whitened=False``: ``q_jj = x_j²``, ``q_jk = √2 x_j x_k`` (``j < k``), so ``q(x)·q(x') = (x·x')²``.
+    ``whitened=True``: the Hermite-orthonormal features ``(x_j² − 1)/√2`` and ``x_j x_k`` (``j < k``),
+    whose covariance under ``x ~ N(0, I_d)`` is the identity (chapter 1: ``He_2(z)/√2!``).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x must have shape (..., d) with d >= 1, got {x.shape}")
+    pairs = quadratic_feature_pairs(x.shape[-1])
+    cols = []
+    for j, k in pairs:
+        if j == k:
+            cols.append((x[..., j] ** 2 - 1) / np.sqrt(2) if whitened else x[..., j] ** 2)
+        else:
+            cols.append(x[..., j] * x[..., k] * (1.0 if whitened else np.sqrt(2)))
+    return np.stack(cols, axis=-1)
+
+
+def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> dict[str, slice]:
+    """Slices of the token coordinates: ``{"x", "const", "scratch", "y"}`` and the width ``"D"`` (an int).
+
+    ``const`` is an empty slice when ``constant`` is ``False``.
+    """
+    dim = positive_int("dim", dim)
+    n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
+    c = 1 if constant else 0
+    return {
+        "x": slice(0, dim),
+        "const": slice(dim, dim + c),
+        "scratch": slice(dim + c, dim + c + n_scratch),
+        "y": slice(dim + c + n_scratch, dim + c + n_scratch + 1),
+        "D": dim + c + n_scratch + 1,
+    }
+
+
+def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> GLULSABlockWeights:
+    """Weights of one LSA+GLU block whose prediction is one GD step on polynomial-kernel regression.
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``. Tokens have width ``D = d + 2 + d(d+1)/2`` (constant coordinate included)
+        and the GLU has ``H = d(d+1)/2`` hidden units, one per pair ``j <= k``.
+    eta
+        GD step size ``η`` (any finite real).
+    features
+        ``"kernel"`` (default): the GLU writes ``q_jj = x_j²``, ``q_jk = √2 x_j x_k`` and the LSA uses
+        ``φ = [x; q(x)]``, so ``ŷ = (η/N) Σ_i y_i k(x_i, x_q)`` with ``k(x, x') = x·x' + (x·x')²``.
+        ``"hermite"``: the GLU writes the whitened features ``(x_j+1)(x_j−1)/√2 = (x_j² − 1)/√2`` and
+        ``x_j x_k`` (the constant coordinate supplies the ``±1``), and the LSA also uses the constant, so
+        ``φ = [1; x; h(x)]`` is the full Hermite-orthonormal basis of degree ``<= 2`` and
+        ``k(x, x') = 1 + x·x' + h(x)·h(x')``.
+
+    Returns
+    -------
+    GLULSABlockWeights
+        ``w1, w2 (H, D)``, ``w3 (D, H)``, ``w_kq, w_pv (D, D)``; ``W^{KQ} = diag(I, 0)`` over the feature
+        slots and ``W^{PV}`` is zero except ``−η`` at the ``(y, y)`` entry.
+    """
+    dim = positive_int("dim", dim)
+    eta = finite_float("eta", eta)
+    if features not in _FEATURES:
+        raise ValueError(f"features must be one of {_FEATURES}, got {features!r}")
+    pairs = quadratic_feature_pairs(dim)
+    n_feat = len(pairs)
+    lay = glu_token_layout(dim, n_feat, constant=True)
+    big_d = lay["D"]
+    one = lay["const"].start
+    s0 = lay["scratch"].start
+    w1 = np.zeros((n_feat, big_d))
+    w2 = np.zeros((n_feat, big_d))
+    w3 = np.zeros((big_d, n_feat))
+    for h, (j, k) in enumerate(pairs):
+        if features == "kernel":
+            w1[h, j] = 1.0
+            w2[h, k] = 1.0
+            w3[s0 + h, h] = 1.0 if j == k else np.sqrt(2.0)
+        elif j == k:  # (x_j + 1)(x_j - 1) / sqrt(2) = He_2(x_j) / sqrt(2)
+            w1[h, j], w1[h, one] = 1.0, 1.0
+            w2[h, j], w2[h, one] = 1.0, -1.0
+            w3[s0 + h, h] = 1.0 / np.sqrt(2.0)
+        else:
+            w1[h, j] = 1.0
+            w2[h, k] = 1.0
+            w3[s0 + h, h] = 1.0
+    w_kq = np.zeros((big_d, big_d))
+    idx = np.r_[0:dim, s0 : s0 + n_feat]
+    if features == "hermite":
+        idx = np.r_[idx, one]
+    w_kq[idx, idx] = 1.0
+    w_pv = np.zeros((big_d, big_d))
+    w_pv[-1, -1] = -eta
+    return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, True)
+
+
+def _check_weights(weights) -> GLULSABlockWeights:
+    if not isinstance(weights, GLULSABlockWeights):
+        raise TypeError(
+            "weights must be a GLULSABlockWeights (from glu_lsa_block_weights), "
+            f"got {type(weights).__name__}"
+        )
+    w1, w2, w3, w_kq, w_pv = (np.asarray(w, dtype=np.float64) for w in weights[:5])
+    big_d = w_kq.shape[0] if w_kq.ndim == 2 else -1
+    hidden = w1.shape[0] if w1.ndim == 2 else -1
+    if w_kq.shape != (big_d, big_d) or w_pv.shape != (big_d, big_d):
+        raise ValueError(
+            f"weights.w_kq and w_pv must be square (D, D), got {w_kq.shape}, {w_pv.shape}"
+        )
+    if w1.shape != (hidden, big_d) or w2.shape != (hidden, big_d) or w3.shape != (big_d, hidden):
+        raise ValueError(
+            f"weights.w1, w2 must be (H, D) and w3 (D, H) with D = {big_d}, "
+            f"got {w1.shape}, {w2.shape}, {w3.shape}"
+        )
+    dim = positive_int("weights.dim", weights.dim)
+    if big_d < dim + int(bool(weights.constant)) + 1:
+        raise ValueError(f"token width D = {big_d} is too small for dim = {dim}")
+    return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, bool(weights.constant))
+
+
+def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True) -> np.ndarray:
+    """Token matrices ``Z`` of a batch of prompts, shape ``(B, D, N+1)`` (tokens are columns).
+
+    Column ``i < N`` is ``[x_i; 1; 0; y_i]``, the last column is ``[x_q; 1; 0; 0]`` (no ``1`` when
+    ``constant=False``).
+    """
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    b, n, d = xs.shape
+    lay = glu_token_layout(d, n_scratch, constant=constant)
+    z = np.zeros((b, lay["D"], n + 1))
+    z[:, lay["x"], :n] = np.swapaxes(xs, 1, 2)
+    z[:, lay["x"], n] = x_query
+    z[:, lay["const"], :] = 1.0
+    z[:, -1, :n] = ys
+    return z
+
+
+def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
+    """Run one block (GLU on every token, then LSA) on token matrices ``(B, D, N+1)``; same shape out.
+
+    The last column is the query: ``M = diag(I_N, 0)`` keeps it out of the keys and values.
+    """
+    w1, w2, w3, w_kq, w_pv, _, _ = _check_weights(weights)
+    z = np.asarray(tokens, dtype=np.float64)
+    if z.ndim != 3 or z.shape[1] != w_kq.shape[0] or z.shape[2] < 2:
+        raise ValueError(
+            f"tokens must have shape (B, D = {w_kq.shape[0]}, N+1 >= 2), got {z.shape}"
+        )
+    z = z + w3 @ ((w1 @ z) * (w2 @ z))  # GLU on every column (token)
+    n = z.shape[2] - 1
+    ctx = z[:, :, :n]
+    cov = ctx @ np.swapaxes(ctx, 1, 2) / n  # (1/N) Z M Zᵀ
+    return z + (w_pv @ cov @ w_kq) @ z  # batched matmuls (a 4-operand einsum would loop naively)
+
+
+def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.ndarray:
+    """Prediction of one LSA+GLU block, computed by running it on the tokens: ``ŷ = −Z'[y, query]``; ``(B,)``.
+
+    Parameters
+    ----------
+    xs, ys, x_query
+        ``(B, N, d)``, ``(B, N)``, ``(B, d)``; ``d`` must equal ``weights.dim``.
+    weights
+        A :class:`GLULSABlockWeights` (e.g. from :func:`glu_lsa_block_weights`).
+    """
+    weights = _check_weights(weights)
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    if xs.shape[2] != weights.dim:
+        raise ValueError(f"xs must have d = weights.dim = {weights.dim}, got d = {xs.shape[2]}")
+    n_scratch = weights.w_kq.shape[0] - weights.dim - int(weights.constant) - 1
+    z = glu_embed_prompts(xs, ys, x_query, n_scratch, constant=weights.constant)
+    return -glu_lsa_block_forward(z, weights)[:, -1, -1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# torch modules (tokens are rows: shape (B, T, D), the last token is the query)
+# ---------------------------------------------------------------------------------------------------
+
+
+def _param(shape, scale, generator, dtype, device):
+    w = torch.randn(*shape, generator=generator, dtype=dtype) * scale
+    return nn.Parameter(w.to(device) if device is not None else w)
+
+
+class GLUFeedForward(nn.Module):
+    """Bilinear GLU feed-forward layer with a residual connection: ``e ← e + W_3 [(W_1 e) ⊙ (W_2 e)]``.
+
+    Acts on each token independently; input and output shape ``(..., D)``.
+
+    Parameters
+    ----------
+    embed_dim
+        Token width ``D >= 1``.
+    hidden_dim
+        Number of hidden units ``H >= 1``.
+    init_scale
+        Standard deviation of the random initial weights (``1/√D`` when ``None``).
+    generator
+        ``torch.Generator`` for the initial weights (the only source of randomness).
+    dtype, device
+        Of the parameters (``torch.float64`` on the CPU by default).
+
+    Attributes
+    ----------
+    w1, w2 : Parameter (H, D)
+    w3 : Parameter (D, H)
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        hidden_dim: int,
+        *,
+        init_scale: float | None = None,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ):
+        super().__init__()
+        self.embed_dim = positive_int("embed_dim", embed_dim)
+        self.hidden_dim = positive_int("hidden_dim", hidden_dim)
+        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
+        if not np.isfinite(scale) or scale < 0:
+            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        self.w1 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
+        self.w2 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
+        self.w3 = _param((self.embed_dim, self.hidden_dim), scale, generator, dtype, device)
+
+    def forward(self, e: torch.Tensor) -> torch.Tensor:
+        """``e + ((e W_1ᵀ) ⊙ (e W_2ᵀ)) W_3ᵀ`` for tokens ``e`` of shape ``(..., D)``."""
+        if e.shape[-1] != self.embed_dim:
+            raise ValueError(
+                f"e must have last dimension D = {self.embed_dim}, got shape {tuple(e.shape)}"
+            )
+        return e + ((e @ self.w1.T) * (e @ self.w2.T)) @ self.w3.T
+
+    @torch.no_grad()
+    def load_numpy(self, w1, w2, w3) -> GLUFeedForward:
+        """Copy NumPy weights ``w1, w2 (H, D)``, ``w3 (D, H)`` into the layer; returns ``self``."""
+        for name, value in (("w1", w1), ("w2", w2), ("w3", w3)):
+            p = getattr(self, name)
+            arr = np.asarray(value, dtype=np.float64)
+            if arr.shape != tuple(p.shape):
+                raise ValueError(f"{name} must have shape {tuple(p.shape)}, got {arr.shape}")
+            p.copy_(torch.from_numpy(arr).to(dtype=p.dtype, device=p.device))
+        return self
+
+
+def lsa_tokens(
+    z: torch.Tensor, w_kq: torch.Tensor, w_pv: torch.Tensor, n_queries: int = 1
+) -> torch.Tensor:
+    """Linear self-attention on row tokens ``z (B, T, D)``; the last ``n_queries`` tokens are queries.
+
+    ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
+    context tokens: the row form of ``Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``.
+    """
+    n = z.shape[-2] - n_queries
+    if n < 1:
+        raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
+    ctx = z[..., :n, :]
+    cov = ctx.transpose(-1, -2) @ ctx / n  # (B, D, D)
+    return z + z @ (w_pv @ cov @ w_kq).transpose(-1, -2)
+
+
+class TransformerBlock(nn.Module):
+    """One LSA+GLU block: a GLU feed-forward layer on every token, then linear self-attention.
+
+    Tokens are rows ``[x (d); 1 (if constant); scratch (n_scratch); y]`` of width
+    ``D = d + constant + n_scratch + 1``; the last token is the query (``y = 0``) and is never a key or value.
+    The model follows the book's interface ``model(xs, ys, x_query) -> (B,)`` (so :mod:`icl_book.train` can
+    train it) and reads the prediction with a minus sign from the query's ``y`` slot, as chapter 2's
+    ``lsa_predict``. Deep stacks (chapter 6) call :meth:`forward_tokens` block after block.
+
+    Parameters
+    ----------
+    dim
+        Input dimension ``d >= 1``.
+    n_scratch
+        Number of scratch coordinates (``>= 0``).
+    hidden_dim
+        GLU hidden width ``H``; ``0`` means no feed-forward layer (a plain LSA).
+    constant
+        Whether tokens carry a constant-1 coordinate.
+    init_scale
+        Standard deviation of the random initial weights (``1/√D`` when ``None``).
+    generator, dtype, device
+        As in :class:`GLUFeedForward`.
+
+    Attributes
+    ----------
+    glu : GLUFeedForward or None
+    w_kq, w_pv : Parameter (D, D)
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_scratch: int,
+        hidden_dim: int,
+        *,
+        constant: bool = True,
+        init_scale: float | None = None,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ):
+        super().__init__()
+        self.dim = positive_int("dim", dim)
+        self.n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
+        hidden_dim = positive_int("hidden_dim", hidden_dim, minimum=0)
+        self.constant = bool(constant)
+        self.embed_dim = glu_token_layout(self.dim, self.n_scratch, constant=self.constant)["D"]
+        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
+        if not np.isfinite(scale) or scale < 0:
+            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        self.glu = (
+            GLUFeedForward(
+                self.embed_dim,
+                hidden_dim,
+                init_scale=scale,
+                generator=generator,
+                dtype=dtype,
+                device=device,
+            )
+            if hidden_dim > 0
+            else None
+        )
+        self.w_kq = _param((self.embed_dim, self.embed_dim), scale, generator, dtype, device)
+        self.w_pv = _param((self.embed_dim, self.embed_dim), scale, generator, dtype, device)
+
+    def embed(self, xs, ys, x_query) -> torch.Tensor:
+        """Row tokens ``(B, N+1, D)`` of a batch of prompts (NumPy arrays or tensors), in the block's dtype."""
+        p = self.w_kq
+        xs, ys, x_query = (
+            torch.as_tensor(a, dtype=p.dtype, device=p.device) for a in (xs, ys, x_query)
+        )
+        if xs.ndim != 3 or ys.shape != xs.shape[:2] or x_query.shape != (xs.shape[0], xs.shape[2]):
+            raise ValueError(
+                "xs, ys, x_query must have shapes (B, N, d), (B, N), (B, d), got "
+                f"{tuple(xs.shape)}, {tuple(ys.shape)}, {tuple(x_query.shape)}"
+            )
+        if xs.shape[2] != self.dim:
+            raise ValueError(f"xs must have d = {self.dim}, got {xs.shape[2]}")
+        b, n, d = xs.shape
+        x_all = torch.cat([xs, x_query[:, None, :]], dim=1)
+        y_all = torch.cat([ys, torch.zeros_like(ys[:, :1])], dim=1)
+        parts = [x_all]
+        if self.constant:
+            parts.append(torch.ones_like(x_all[..., :1]))
+        parts.append(x_all.new_zeros((b, n + 1, self.n_scratch)))
+        parts.append(y_all[..., None])
+        return torch.cat(parts, dim=-1)
+
+    def forward_tokens(self, z: torch.Tensor, n_queries: int = 1) -> torch.Tensor:
+        """Apply the block to row tokens ``z (B, T, D)`` (the last ``n_queries`` are queries)."""
+        if z.shape[-1] != self.embed_dim:
+            raise ValueError(
+                f"z must have last dimension D = {self.embed_dim}, got {tuple(z.shape)}"
+            )
+        if self.glu is not None:
+            z = self.glu(z)
+        return lsa_tokens(z, self.w_kq, self.w_pv, n_queries)
+
+    def forward(self, xs, ys, x_query) -> torch.Tensor:
+        """Predictions ``ŷ = −(query's y slot after the block)``, shape ``(B,)``.
+
+        Computes only the query's ``y`` entry, ``−(1/N) Σ_i (W^{PV}_y · z_i)(z_iᵀ W^{KQ} z_q)`` in ``O(B N D)``
+        (the same number as :meth:`forward_tokens`, which updates every token).
+        """
+        z = self.embed(xs, ys, x_query)
+        if self.glu is not None:
+            z = self.glu(z)
+        ctx, zq = z[:, :-1, :], z[:, -1, :]
+        values = ctx @ self.w_pv[-1]  # (B, N): the y-row of W^{PV} applied to each context token
+        scores = ctx @ (zq @ self.w_kq.T)[:, :, None]  # (B, N, 1): z_iᵀ W^{KQ} z_q
+        return -(zq[:, -1] + (values * scores[..., 0]).mean(dim=1))
+
+    @classmethod
+    def from_weights(
+        cls, weights: GLULSABlockWeights, *, dtype: torch.dtype = torch.float64, device=None
+    ):
+        """A block holding NumPy :class:`GLULSABlockWeights` (e.g. the exact construction)."""
+        w = _check_weights(weights)
+        n_scratch = w.w_kq.shape[0] - w.dim - int(w.constant) - 1
+        block = cls(
+            w.dim, n_scratch, w.w1.shape[0], constant=w.constant, dtype=dtype, device=device
+        )
+        block.glu.load_numpy(w.w1, w.w2, w.w3)
+        with torch.no_grad():
+            block.w_kq.copy_(torch.from_numpy(w.w_kq).to(block.w_kq))
+            block.w_pv.copy_(torch.from_numpy(w.w_pv).to(block.w_pv))
+        return block
