@@ -64,8 +64,12 @@ def call_answer(label: str, func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
     except NotImplementedError:
-        raise CheckFailed(f"{label}: not implemented yet (replace the NotImplementedError stub)") from None
-    except Exception as exc:  # the student's code crashed: report the kind of error, not the solution
+        raise CheckFailed(
+            f"{label}: not implemented yet (replace the NotImplementedError stub)"
+        ) from None
+    except (
+        Exception
+    ) as exc:  # the student's code crashed: report the kind of error, not the solution
         raise CheckFailed(f"{label}: your function raised {type(exc).__name__}: {exc}") from None
 
 
@@ -99,7 +103,9 @@ def check_prologue_ex1(ridge_prediction) -> Passed:
         xs, ys, xq = rng.standard_normal((n, d)), rng.standard_normal(n), rng.standard_normal(d)
         got = call_answer(label, ridge_prediction, xs, ys, xq, lam)
         if np.ndim(got) != 0:
-            raise CheckFailed(f"{label}: return one number for one prompt, got shape {np.shape(got)}")
+            raise CheckFailed(
+                f"{label}: return one number for one prompt, got shape {np.shape(got)}"
+            )
         expected = xq @ np.linalg.solve(xs.T @ xs + lam * np.eye(d), xs.T @ ys)
         require_close(
             label,
