@@ -1036,6 +1036,7 @@ def update_instructors_page(page: str | os.PathLike, check: bool = False) -> boo
 # Command line
 # --------------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m icl_book.assignments {build,grade,table} ...``; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m icl_book.assignments",
         description="Student/instructor notebooks from the chapters, and an autograder.",

@@ -198,7 +198,7 @@ def partition_features(
     """Split the degree-``1..p`` features, in the book's order, into consecutive blocks of ``block_size``.
 
     The last block holds the remainder. (The deep transformer of chapter 6 uses its own partition, which also
-    respects what each block can compute; see :func:`icl_book.attention.deep_bcd_weights`.)
+    respects what each block can compute; see :func:`icl_book.attention.deep.deep_bcd_weights`.)
 
     Returns
     -------

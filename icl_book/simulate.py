@@ -512,7 +512,7 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
     Test prompts follow :func:`sample_reduced_prompts` (Lu et al.'s conventions, exact in law): ``x ~ N(0, I/d)``,
     ``y = f(x·w) + ε`` with ``ε ~ N(0, ρ)`` on context *and* query labels (so the error includes ``ρ``, as in
     :func:`icl_book.theory.error_of_gamma`), context length ``ℓ = ⌊αd⌉`` with ``d = gamma.shape[0]``. They are
-    streamed in blocks of :data:`SAMPLE_BATCH` prompts, so memory is ``O(SAMPLE_BATCH · (ℓ + d))`` whatever
+    streamed in blocks of ``SAMPLE_BATCH`` (a module constant) prompts, so memory is ``O(SAMPLE_BATCH · (ℓ + d))`` whatever
     ``n_test``, and the draws are those of one call of :func:`sample_reduced_prompts` with ``n_test`` prompts.
 
     Parameters

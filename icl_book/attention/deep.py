@@ -1,6 +1,6 @@
 """Deep LSA+GLU stacks: cyclic block-coordinate descent in a feature space no single block can hold (chapter 6).
 
-Token layout (chapter 5's, :func:`icl_book.attention.glu_token_layout`): every token has width ``D = width``::
+Token layout (chapter 5's, :func:`icl_book.attention.glu.glu_token_layout`): every token has width ``D = width``::
 
     e = [ x (d) ; 1 ; scratch (S = D − d − 2) ; y ]
 
