@@ -32,7 +32,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # --- the book -----------------------------------------------------------------------------------------
 html: $(STAMP)
-	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
 book: html
