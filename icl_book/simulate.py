@@ -54,6 +54,9 @@ __all__ += ["MCError", "mc_error"]  # nonlinear (chapter 4)
 SAMPLE_BATCH = 4096
 #: Rows per block in the streamed matrix-free products (bounds the temporaries to ``O(block · d)``).
 MATVEC_BLOCK = 16384
+#: Relative accuracy of each single-precision CG round in :func:`solve_reduced_ridge` (float32 products are
+#: accurate to ~1e-7 relative, times the condition number, so a round cannot reliably go much further).
+REFINE_TOL = 1e-4
 
 
 class ReducedPrompts(NamedTuple):
@@ -246,7 +249,10 @@ def sample_reduced_prompts(
 
 
 def _gram_apply(x_query, h, gamma):
-    """``Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ`` streamed over row blocks (never forms a ``d(d+1)``-square matrix)."""
+    """``Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ`` streamed over row blocks (never forms a ``d(d+1)``-square matrix).
+
+    Computed in the dtype of the arguments (float32 inside the refinement loop of :func:`solve_reduced_ridge`).
+    """
     out = np.zeros_like(gamma)
     for start in range(0, x_query.shape[0], MATVEC_BLOCK):
         xb = x_query[start : start + MATVEC_BLOCK]
@@ -264,6 +270,34 @@ def _cross_apply(x_query, h, y):
     return out
 
 
+def _pcg(apply, precond, rhs, tol: float, max_iter: int) -> tuple[np.ndarray, int]:
+    """Preconditioned conjugate gradients for ``apply(Γ) = rhs`` from ``Γ = 0``.
+
+    Stops when the recursively updated residual is below ``tol · ‖rhs‖`` or after ``max_iter`` steps; returns
+    ``(Γ, steps)``. The caller recomputes the true residual (the recursive one drifts in single precision).
+    """
+    gamma = np.zeros_like(rhs)
+    r = rhs.copy()
+    z = precond(r)
+    p = z.copy()
+    rz = float(np.vdot(r, z))
+    stop = tol * float(np.linalg.norm(rhs))
+    it = 0
+    while it < max_iter:
+        ap = apply(p)
+        step = rz / float(np.vdot(p, ap))
+        gamma += step * p
+        r -= step * ap
+        it += 1
+        if float(np.linalg.norm(r)) <= stop:
+            break
+        z = precond(r)
+        rz_new = float(np.vdot(r, z))
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return gamma, it
+
+
 def solve_reduced_ridge(
     x_query,
     h,
@@ -279,11 +313,17 @@ def solve_reduced_ridge(
     Conjugate gradients on the normal equations ``(1/n) Σ_μ x_μ x_μᵀ Γ h_μ h_μᵀ + (λ/d) Γ = (1/n) Σ_μ y_μ x_μ h_μᵀ``;
     each iteration costs ``O(n d²)`` and memory stays ``O(n d)``.
 
+    - **Mixed-precision refinement.** The two matrix products of each CG step are done in float32 (twice as
+      fast), and the result is made float64-accurate by iterative refinement: CG in float32 solves
+      ``A δ = r`` to ``REFINE_TOL`` relative accuracy, ``Γ ← Γ + δ``, and ``r = b − AΓ`` is recomputed in
+      float64; a few rounds reach ``tol``. Used when ``n >= d(d+1)`` only (see below). If a round fails to halve the float64 residual (an ill-conditioned
+      problem beyond single precision), the remaining iterations are done in float64 throughout.
     - **Preconditioning** (``"auto"``, used when ``n >= d(d+1)``): the Kronecker approximation
       ``S_x ⊗ S_h + (λ/d) I`` of the Gram operator (``S_x = X_qᵀX_q/n``, ``S_h = HᵀH/n``), inverted exactly
       through the eigendecompositions of the two small factors. ``"none"`` disables it.
     - **Underdetermined** (``n < d(d+1)``, i.e. ``τ < 1`` roughly): plain CG started from ``Γ = 0`` keeps its
-      iterates in the row space of the features. At ``λ = 0`` it converges to the *minimum-norm* interpolator,
+      iterates in the row space of the features (so do the refinement rounds: every correction is built from
+      residuals, which lie in that space). At ``λ = 0`` it converges to the *minimum-norm* interpolator,
       the ``λ → 0+`` limit of ridge that the theory describes (a preconditioner would change which interpolator
       is found); at ``λ > 0`` the row space is where the ridge solution lives, and the directions outside it,
       whose eigenvalue is only ``λ/d``, are never excited. So no preconditioner is used there.
@@ -299,9 +339,9 @@ def solve_reduced_ridge(
     ridge
         ``λ >= 0``.
     tol
-        Stop when ``‖residual‖ <= tol · ‖right-hand side‖``.
+        Stop when ``‖b − AΓ‖ <= tol · ‖b‖`` (residual of the normal equations, computed in float64).
     max_iter
-        Iteration cap (``None``: ``max(1000, 2d)``).
+        Cap on the total number of CG iterations (``None``: ``max(1000, 2d)``).
     preconditioner
         ``"auto"`` or ``"none"``.
 
@@ -310,6 +350,7 @@ def solve_reduced_ridge(
     gamma : numpy.ndarray
         ``(d, d+1)``.
     info : SolveInfo
+        ``iterations`` counts CG steps over all refinement rounds; ``residual`` is the final float64 one.
     """
     x_query = as_array("x_query", x_query, 2)
     h = as_array("h", h, 2)
@@ -325,9 +366,15 @@ def solve_reduced_ridge(
     if preconditioner not in ("auto", "none"):
         raise ValueError(f"preconditioner must be 'auto' or 'none', got {preconditioner!r}")
     shift = ridge / d  # (n/d) λ divided by n
+    x32, h32 = x_query.astype(np.float32), h.astype(np.float32)
 
     def apply(gamma):
         return _gram_apply(x_query, h, gamma) / n + shift * gamma
+
+    def apply_single(gamma):
+        return (
+            _gram_apply(x32, h32, gamma.astype(np.float32)).astype(np.float64) / n + shift * gamma
+        )
 
     rhs = _cross_apply(x_query, h, y_query) / n
     use_precond = preconditioner == "auto" and n >= d * (d + 1)
@@ -349,25 +396,20 @@ def solve_reduced_ridge(
     rhs_norm = float(np.linalg.norm(rhs))
     if rhs_norm == 0:
         return gamma, SolveInfo(0, 0.0, True, use_precond)
-    r = rhs.copy()
-    z = precond(r)
-    p = z.copy()
-    rz = float(np.vdot(r, z))
-    res = 1.0
-    it = 0
-    while it < max_iter:
-        ap = apply(p)
-        step = rz / float(np.vdot(p, ap))
-        gamma += step * p
-        r -= step * ap
-        it += 1
-        res = float(np.linalg.norm(r)) / rhs_norm
-        if res <= tol:
-            break
-        z = precond(r)
-        rz_new = float(np.vdot(r, z))
-        p = z + (rz_new / rz) * p
-        rz = rz_new
+    # Single precision only where the solution is unique: below n = d(d+1), float32 rounding of the products
+    # leaks ~1e-7 into the null space of the features, which CG never removes (the minimum-norm property).
+    single = n >= d * (d + 1)
+    r, res, it = rhs, 1.0, 0
+    while it < max_iter and res > tol:
+        inner_tol = max(REFINE_TOL, tol / res) if single else tol / res
+        delta, steps = _pcg(apply_single if single else apply, precond, r, inner_tol, max_iter - it)
+        gamma += delta
+        it += steps
+        r = rhs - apply(gamma)
+        new_res = float(np.linalg.norm(r)) / rhs_norm
+        if single and new_res > 0.5 * res:
+            single = False  # single precision no longer helps: finish in float64
+        res = new_res
     converged = res <= tol
     if not converged:
         warnings.warn(

@@ -26,6 +26,7 @@ __all__ += [
     "equivalent_linear_task",
     "nonlinear_icl_error",
     "nonlinear_idg_error",
+    "nonlinear_error_of_gamma",
 ]  # nonlinear (chapter 4)
 
 
@@ -462,3 +463,124 @@ def nonlinear_idg_error(f, alpha, tau, kappa, rho=0.0):
     idg_error(alpha, tau, kappa, rho=rho)
     mu1, rho_eff = equivalent_linear_task(f, rho)
     return _mapped(lambda r, _lam: idg_error(alpha, tau, kappa, rho=r), mu1, rho_eff, 0.0)
+
+
+def _token_moments(f, sigma: float, rho: float) -> tuple[float, float, float, float, float]:
+    """Per-token moments of ``y = f(σg) + ε`` (``g ~ N(0, 1)``, ``ε ~ N(0, ρ)``) that the error of Γ needs.
+
+    Returns ``E[y g]``, ``E y²``, ``E[y² g²]``, ``E[y³ g]`` and ``E y⁴``, with the noise integrated out exactly.
+    """
+    from .hermite import gaussian_expectation
+
+    kinks = [c / sigma for c in (getattr(f, "kinks", None) or ())]
+
+    def moment(power: int, g_power: int) -> float:
+        return gaussian_expectation(lambda g: f(sigma * g) ** power * g**g_power, kinks=kinks)
+
+    f1g, f2, f2g2, f3g, f4 = moment(1, 1), moment(2, 0), moment(2, 2), moment(3, 1), moment(4, 0)
+    return (
+        f1g,
+        f2 + rho,
+        f2g2 + rho,
+        f3g + 3 * rho * f1g,
+        f4 + 6 * rho * f2 + 3 * rho * rho,
+    )
+
+
+def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
+    """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` for a single-index teacher.
+
+    The teacher is ``y = f(x·w) + ε`` with the conventions of :func:`error_of_gamma` (``x ~ N(0, I/d)``,
+    ``ε ~ N(0, ρ)`` on context and query labels, ``ℓ = αd``). Write ``Γ = [G | c]``, ``u = w/‖w‖``,
+    ``σ = ‖w‖/√d`` and take the per-token moments ``m_1 = E[y g]``, ``m_2 = E y²``, ``m_{22} = E[y² g²]``,
+    ``m_{31} = E[y³ g]``, ``m_4 = E y⁴`` of ``y = f(σg) + ε``, ``g ~ N(0, 1)`` (1-D quadrature, kink-aware).
+    Because ``H_Z = x_q hᵀ`` with ``x_q`` independent of ``h``, only the first two moments of ``h`` given ``w``
+    enter, and ``Σ_i y_i x_i = u Σ_i y_i s_i + v^⊥`` (as in :mod:`icl_book.simulate`) gives them exactly:
+
+        ``e(w) = m_2 − 2 m_1 (m_1 uᵀGu + m_2 uᵀc/√d) + (1/d)[b ‖G‖_F² + (a − b)‖Gu‖² + 2 q cᵀGu + t ‖c‖²]``
+
+    with ``a = (d/ℓ²)(ℓ m_{22} + ℓ(ℓ−1) m_1²)``, ``b = d m_2/ℓ``, ``q = (√d/ℓ²)(ℓ m_{31} + ℓ(ℓ−1) m_1 m_2)`` and
+    ``t = (ℓ m_4 + ℓ(ℓ−1) m_2²)/ℓ²``. Fresh tasks (``task_pool=None``, ``‖w‖ = √d``) average ``u`` over the
+    sphere (``uᵀGu → tr G/d``, ``‖Gu‖² → ‖G‖_F²/d``, odd terms → 0): the in-context error ``e_ICL``. A task pool
+    averages ``e(w)`` over its rows: the in-distribution error ``e_IDG``. For ``f(z) = z`` this is
+    :func:`error_of_gamma`; for any ``f`` it is what :func:`icl_book.simulate.mc_error` estimates, without the
+    Monte Carlo noise.
+
+    Parameters
+    ----------
+    gamma
+        ``(d, d+1)`` array ``Γ``.
+    f
+        Link (vectorised callable or registered name; ``None`` is ``f(z) = z``) with ``E f(Z)⁴ < ∞``.
+    alpha
+        ``α = ℓ/d > 0``; pass ``ℓ/d`` exactly for the context length ``ℓ`` that ``Γ`` is used with.
+    rho
+        Label-noise variance ``ρ >= 0``.
+    task_pool
+        ``None`` (fresh tasks) or a ``(K, d)`` array of non-zero task vectors (rows of any norm).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> gamma = np.zeros((4, 5))  # predicts 0: the error is E f² + ρ
+    >>> print(f"{nonlinear_error_of_gamma(gamma, np.sign, 2.0, 0.1):.4f}")
+    1.1000
+    """
+    gamma = as_array("gamma", gamma, 2)
+    d = gamma.shape[0]
+    if gamma.shape != (d, d + 1):
+        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
+    if not np.all(np.isfinite(gamma)):
+        raise ValueError("gamma must be finite")
+    link = (lambda z: z) if f is None else _teacher(f)
+    alpha = positive_float("alpha", alpha)
+    rho = nonnegative_float("rho", rho)
+    ell = alpha * d
+    g_mat, c = gamma[:, :d], gamma[:, d]
+    fro2 = float(np.einsum("ij,ij->", g_mat, g_mat))
+    moments = {}
+
+    def coefficients(sigma: float):
+        if sigma not in moments:
+            m1, m2, m22, m31, m4 = _token_moments(link, sigma, rho)
+            a = d / ell**2 * (ell * m22 + ell * (ell - 1) * m1 * m1)
+            b = d * m2 / ell
+            q = np.sqrt(d) / ell**2 * (ell * m31 + ell * (ell - 1) * m1 * m2)
+            t = (ell * m4 + ell * (ell - 1) * m2 * m2) / ell**2
+            moments[sigma] = (m1, m2, a, b, q, t)
+        return moments[sigma]
+
+    if task_pool is None:
+        m1, m2, a, b, _, t = coefficients(1.0)
+        quad = b * fro2 + (a - b) * fro2 / d + t * float(c @ c)
+        return float(m2 - 2 * m1 * m1 * np.trace(g_mat) / d + quad / d)
+    pool = as_array("task_pool", task_pool, 2)
+    if pool.shape[1] != d or pool.shape[0] < 1:
+        raise ValueError(
+            f"task_pool must have shape (K, d) = (K, {d}) with K >= 1, got {pool.shape}"
+        )
+    norms = np.linalg.norm(pool, axis=1)
+    if np.any(norms == 0) or not np.all(np.isfinite(pool)):
+        raise ValueError("task_pool rows must be finite and non-zero")
+    u = pool / norms[:, None]
+    gu = u @ g_mat.T  # row k: (G u_k)ᵀ
+    u_g_u = np.einsum("kd,kd->k", gu, u)
+    gu2 = np.einsum("kd,kd->k", gu, gu)
+    u_c = u @ c
+    c_g_u = gu @ c
+    total = 0.0
+    # Rows of equal norm share their moments (a pool from sample_task_pool has ‖w‖ = √d for all rows).
+    sigmas = np.round(norms / np.sqrt(d), 12)
+    for sigma in np.unique(sigmas):
+        rows = sigmas == sigma
+        m1, m2, a, b, q, t = coefficients(float(sigma))
+        e = (
+            m2
+            - 2 * m1 * (m1 * u_g_u[rows] + m2 * u_c[rows] / np.sqrt(d))
+            + (b * fro2 + (a - b) * gu2[rows] + 2 * q * c_g_u[rows] + t * float(c @ c)) / d
+        )
+        total += float(e.sum())
+    return total / pool.shape[0]

@@ -7,6 +7,7 @@ import pytest
 from scipy.special import erf
 
 from icl_book import simulate, theory
+from icl_book.tasks import sample_task_pool
 
 # Closed-form moments (SCIENCE.md §1): (μ_1, E f²) for Z ~ N(0, 1).
 SIGN = (np.sqrt(2 / np.pi), 1.0)
@@ -379,3 +380,66 @@ def test_check_nonlinear_ex3():
     for wrong in (wrong_scale, not_vectorised, _stub, lambda *a: 3.0):
         with pytest.raises(CheckFailed):
             check_nonlinear_ex3(wrong)
+
+
+# ------------------------------------------------------------------------------------------------
+# nonlinear_error_of_gamma: the exact error of a given Γ for any single-index teacher
+# ------------------------------------------------------------------------------------------------
+
+
+def _random_gamma(d, seed):
+    return 0.3 * np.random.default_rng(seed).standard_normal((d, d + 1))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.5, 3.0])
+def test_error_of_gamma_nonlinear_reduces_to_linear_closed_form(alpha):
+    # f(z) = z: the formula must be chapter 3's error_of_gamma, for fresh tasks and for a pool.
+    d = 10
+    gamma = _random_gamma(d, 1)
+    pool = sample_task_pool(4, d, rng=np.random.default_rng(2))
+    mean, second = theory.task_moments(pool)
+    for f in (None, lambda z: z):
+        assert theory.nonlinear_error_of_gamma(gamma, f, alpha, 0.2) == pytest.approx(
+            theory.error_of_gamma(gamma, alpha, 0.2), rel=1e-12
+        )
+        assert theory.nonlinear_error_of_gamma(
+            gamma, f, alpha, 0.2, task_pool=pool
+        ) == pytest.approx(theory.error_of_gamma(gamma, alpha, 0.2, mean, second), rel=1e-12)
+
+
+def test_error_of_gamma_nonlinear_zero_gamma_is_second_moment():
+    # Γ = 0 predicts 0: the error is E f² + ρ (ReLU: 1/2 + ρ), whatever the pool.
+    gamma = np.zeros((6, 7))
+    assert theory.nonlinear_error_of_gamma(gamma, relu, 2.0, 0.1) == pytest.approx(0.6, abs=1e-9)
+
+
+@pytest.mark.parametrize("link", ["sign", "relu", "tanh", "abs"])
+def test_error_of_gamma_nonlinear_matches_monte_carlo(link):
+    # The closed form against mc_error on the same Γ: fresh tasks, and a pool whose rows have different norms
+    # (so σ = ‖w‖/√d ≠ 1 and the moments are recomputed per norm). 4 standard errors: a false alarm is ~1e-4.
+    d, alpha, rho = 8, 1.5, 0.2
+    gamma = _random_gamma(d, 3)
+    pool = sample_task_pool(5, d, rng=np.random.default_rng(4))
+    pool *= np.array([1.0, 2.0, 0.5, 1.0, 1.3])[:, None]
+    for tp, seed in [(None, 5), (pool, 6)]:
+        exact = theory.nonlinear_error_of_gamma(gamma, link, alpha, rho, task_pool=tp)
+        mc = simulate.mc_error(
+            gamma, link, alpha, rho, task_pool=tp, n_test=200_000, rng=np.random.default_rng(seed)
+        )
+        assert abs(mc.mean - exact) < 4 * mc.sem, (link, tp is None, mc, exact)
+
+
+def test_error_of_gamma_nonlinear_validation():
+    gamma = np.zeros((4, 5))
+    with pytest.raises(ValueError, match="gamma"):
+        theory.nonlinear_error_of_gamma(np.zeros((4, 4)), np.tanh, 1.0, 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        theory.nonlinear_error_of_gamma(gamma, np.tanh, 0.0, 0.1)
+    with pytest.raises(ValueError, match="rho"):
+        theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, -0.1)
+    with pytest.raises(ValueError, match="task_pool"):
+        theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, 0.1, task_pool=np.ones((3, 5)))
+    with pytest.raises(ValueError, match="task_pool"):
+        theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, 0.1, task_pool=np.zeros((3, 4)))
+    with pytest.raises(TypeError, match="f"):
+        theory.nonlinear_error_of_gamma(gamma, 3.0, 1.0, 0.1)
