@@ -96,3 +96,27 @@ def generator(rng) -> np.random.Generator:
             f"rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)), got {type(rng).__name__}"
         )
     return rng
+
+
+def task_vectors(name: str, value, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """A ``(K, dim)`` pool of single-index task vectors and their norms; rows must be finite and non-zero."""
+    pool = as_array(name, value, 2)
+    if pool.shape[1] != dim or pool.shape[0] < 1:
+        raise ValueError(
+            f"{name} must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
+        )
+    norms = np.linalg.norm(pool, axis=1)
+    if not np.all(np.isfinite(pool)) or np.any(norms == 0):
+        raise ValueError(f"{name} rows must be finite and non-zero")
+    return pool, norms
+
+
+def reduced_gamma(name: str, value) -> np.ndarray:
+    """A finite ``(d, d+1)`` matrix ``Γ`` of the reduced linear-attention model."""
+    gamma = as_array(name, value, 2)
+    d = gamma.shape[0]
+    if gamma.shape != (d, d + 1):
+        raise ValueError(f"{name} must have shape (d, d+1), got {gamma.shape}")
+    if not np.all(np.isfinite(gamma)):
+        raise ValueError(f"{name} must be finite")
+    return gamma

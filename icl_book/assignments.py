@@ -352,6 +352,19 @@ class _Piece:
     in_block: bool = False
 
 
+def _copy_directive(lines: list[str], i: int, fence: str, buf: list[str]) -> int:
+    """Append the directive opening at ``lines[i]`` up to its closing ``fence`` to ``buf``; return the next index."""
+    buf.append(lines[i])
+    i += 1
+    while i < len(lines) and not _closes(lines[i], fence):
+        buf.append(lines[i])
+        i += 1
+    if i < len(lines):
+        buf.append(lines[i])
+        i += 1
+    return i
+
+
 def _pieces(nb) -> list[_Piece]:
     """Split a chapter notebook into pieces: markdown is split at solution-block boundaries."""
     pieces: list[_Piece] = []
@@ -407,30 +420,14 @@ def _pieces(nb) -> list[_Piece]:
             if not in_block and name in ("solution-start", "solution"):
                 flush("solution-prose", block_label)
                 block_label = m["arg"].split()[0] if m["arg"] else current_exercise
-                fence = m["fence"]
-                buf.append(line)
-                i += 1
-                while i < len(lines) and not _closes(lines[i], fence):
-                    buf.append(lines[i])
-                    i += 1
-                if i < len(lines):
-                    buf.append(lines[i])
-                    i += 1
+                i = _copy_directive(lines, i, m["fence"], buf)
                 if name == "solution-start":
                     in_block = True
                 else:  # a plain {solution} directive: the whole directive is the block
                     flush("text", block_label)
                 continue
             if in_block and name == "solution-end":
-                fence = m["fence"]
-                buf.append(line)
-                i += 1
-                while i < len(lines) and not _closes(lines[i], fence):
-                    buf.append(lines[i])
-                    i += 1
-                if i < len(lines):
-                    buf.append(lines[i])
-                    i += 1
+                i = _copy_directive(lines, i, m["fence"], buf)
                 in_block = False
                 flush("text", block_label)
                 continue

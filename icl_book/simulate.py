@@ -29,7 +29,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, generator, nonnegative_float, positive_float, positive_int
+from ._validate import (
+    as_array,
+    generator,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    reduced_gamma,
+    task_vectors,
+)
 from .tasks import sample_task_pool
 from .theory import error_of_gamma, task_moments
 
@@ -205,14 +213,7 @@ def sample_reduced_prompts(
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
     if task_pool is not None:
-        pool = as_array("task_pool", task_pool, 2)
-        if pool.shape[1] != dim or pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
-            )
-        pool_norms = np.linalg.norm(pool, axis=1)
-        if np.any(pool_norms == 0) or not np.all(np.isfinite(pool)):
-            raise ValueError("task_pool rows must be finite and non-zero")
+        pool, pool_norms = task_vectors("task_pool", task_pool, dim)
     sd_noise = math.sqrt(rho)
     x_query = np.empty((n, dim))
     h = np.empty((n, dim + 1))
@@ -590,12 +591,8 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
     1.1 1000
     """
     rng = generator(rng)
-    gamma = as_array("gamma", gamma, 2)
+    gamma = reduced_gamma("gamma", gamma)
     dim = gamma.shape[0]
-    if gamma.shape != (dim, dim + 1):
-        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
-    if not np.all(np.isfinite(gamma)):
-        raise ValueError("gamma must be finite")
     link = _teacher_link(f)
     alpha = positive_float("alpha", alpha)
     rho = nonnegative_float("rho", rho)
@@ -606,11 +603,7 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
             f"alpha * d = {alpha * dim:g} rounds to a context length of 0; alpha must be >= {0.5 / dim:g}"
         )
     if task_pool is not None:
-        task_pool = as_array("task_pool", task_pool, 2)
-        if task_pool.shape[1] != dim or task_pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, d) = (K, {dim}) with K >= 1, got {task_pool.shape}"
-            )
+        task_pool, _ = task_vectors("task_pool", task_pool, dim)
     # Streaming mean and sum of squared deviations, merged block by block (Chan et al.): no cancellation.
     count, mean, m2 = 0, 0.0, 0.0
     for start in range(0, n_test, SAMPLE_BATCH):

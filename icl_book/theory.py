@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from ._validate import as_array, nonnegative_float, positive_float
+from ._validate import as_array, nonnegative_float, positive_float, reduced_gamma, task_vectors
 
 __all__ = ["wishart_stieltjes", "icl_error", "idg_error", "error_of_gamma", "task_moments"]
 __all__ += [
@@ -270,12 +270,8 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
     -------
     float
     """
-    gamma = as_array("gamma", gamma, 2)
+    gamma = reduced_gamma("gamma", gamma)
     d = gamma.shape[0]
-    if gamma.shape != (d, d + 1):
-        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
-    if not np.all(np.isfinite(gamma)):
-        raise ValueError("gamma must be finite")
     alpha = positive_float("alpha", alpha)
     rho = nonnegative_float("rho", rho)
     if (task_mean is None) != (task_second_moment is None):
@@ -529,12 +525,8 @@ def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
     >>> print(f"{nonlinear_error_of_gamma(gamma, np.sign, 2.0, 0.1):.4f}")
     1.1000
     """
-    gamma = as_array("gamma", gamma, 2)
+    gamma = reduced_gamma("gamma", gamma)
     d = gamma.shape[0]
-    if gamma.shape != (d, d + 1):
-        raise ValueError(f"gamma must have shape (d, d+1), got {gamma.shape}")
-    if not np.all(np.isfinite(gamma)):
-        raise ValueError("gamma must be finite")
     link = (lambda z: z) if f is None else _teacher(f)
     alpha = positive_float("alpha", alpha)
     rho = nonnegative_float("rho", rho)
@@ -557,14 +549,7 @@ def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
         m1, m2, a, b, _, t = coefficients(1.0)
         quad = b * fro2 + (a - b) * fro2 / d + t * float(c @ c)
         return float(m2 - 2 * m1 * m1 * np.trace(g_mat) / d + quad / d)
-    pool = as_array("task_pool", task_pool, 2)
-    if pool.shape[1] != d or pool.shape[0] < 1:
-        raise ValueError(
-            f"task_pool must have shape (K, d) = (K, {d}) with K >= 1, got {pool.shape}"
-        )
-    norms = np.linalg.norm(pool, axis=1)
-    if np.any(norms == 0) or not np.all(np.isfinite(pool)):
-        raise ValueError("task_pool rows must be finite and non-zero")
+    pool, norms = task_vectors("task_pool", task_pool, d)
     u = pool / norms[:, None]
     gu = u @ g_mat.T  # row k: (G u_k)ᵀ
     u_g_u = np.einsum("kd,kd->k", gu, u)
