@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -73,3 +74,44 @@ def test_the_link_check_finds_a_broken_file_and_anchor(tmp_path):
     assert any("no such anchor" in p for p in problems) and any(
         "no such file" in p for p in problems
     )
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+# A cross-reference renders its own kind ("Exercise 2.3", "Theorem 1.1", "Fig. 4.2"): writing the kind
+# before it in the source gives "Exercise Exercise 2.3".
+_DOUBLED_KIND = re.compile(
+    r"\b(Exercise|Theorem|Proposition|Lemma|Definition|Corollary|Fig\.|Figure|Solution)\s+\1\s+\d",
+    re.I,
+)
+
+
+def doubled_reference_words(site: Path) -> list[str]:
+    problems = []
+    for page in sorted(p for p in site.rglob("*.html") if "_static" not in p.parts):
+        text = _Text()
+        text.feed(page.read_text(encoding="utf-8"))
+        flat = " ".join(" ".join(text.parts).split())
+        problems += [f"{page.name}: …{m.group(0)}…" for m in _DOUBLED_KIND.finditer(flat)]
+    return problems
+
+
+def test_no_doubled_reference_words():
+    if not (HTML / "index.html").exists():
+        pytest.fail("the book is not built: run `make html` (make test builds it first)")
+    assert doubled_reference_words(HTML) == []
+
+
+def test_the_doubled_word_check_finds_one(tmp_path):
+    (tmp_path / "a.html").write_text(
+        '<p>see exercise <a href="#x"><span>Exercise 2.3</span></a>.</p>'
+    )
+    (tmp_path / "b.html").write_text('<p>see <a href="#x"><span>Exercise 2.3</span></a>.</p>')
+    assert doubled_reference_words(tmp_path) == ["a.html: …exercise Exercise 2…"]

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from .conftest import ROOT
 
@@ -36,3 +37,15 @@ def test_make_pdf_builds_a_book_with_math_and_figures():
     assert (
         "\\Normal" in tex and "\\providecommand{\\Normal}" in tex
     )  # the book's macros reach LaTeX
+    # Chapter numbers match the web book: the numbered part of _toc.yml is chapters 1, 2, ... in the PDF too
+    # (the introduction, notation and prologue are unnumbered front matter).
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = next(part for part in toc["parts"] if part.get("numbered"))
+    for number, entry in enumerate(numbered["chapters"], start=1):
+        source = ROOT / (entry["file"] + ".md")
+        title = next(
+            line[2:].strip() for line in source.read_text().splitlines() if line.startswith("# ")
+        )
+        first_words = " ".join(title.split()[:3])
+        assert f"Chapter {number}. {first_words}" in text, (number, title)
