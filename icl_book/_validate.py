@@ -120,3 +120,14 @@ def reduced_gamma(name: str, value) -> np.ndarray:
     if not np.all(np.isfinite(gamma)):
         raise ValueError(f"{name} must be finite")
     return gamma
+
+
+def kernel_inputs(x, xp) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs ``(..., n, d)`` and ``(..., m, d)`` of a kernel ``k(X, X')`` as float64 arrays."""
+    x = np.asarray(x, dtype=np.float64)
+    xp = np.asarray(xp, dtype=np.float64)
+    if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
+        raise ValueError(
+            f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}"
+        )
+    return x, xp

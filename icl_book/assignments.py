@@ -537,6 +537,18 @@ def _edition(nb, edition: str, source_name: str | None = None):
         n = solution_counts[label]
         return f"{label}-solution" if n == 1 else f"{label}-solution-{n}"
 
+    def grading_metadata(piece) -> dict:
+        """nbgrader metadata of a check cell (graded, locked) or of a solution cell (the student's answer)."""
+        if piece.role == "check":
+            return _nbgrader(
+                f"{piece.label}-check",
+                solution=False,
+                grade=True,
+                points=_points(piece.cell),
+                locked=True,
+            )
+        return _nbgrader(solution_id(piece.label or "solution"), solution=True, grade=False)
+
     if edition == "instructor":
         for cell in nb.cells:
             new = copy.deepcopy(cell)
@@ -547,18 +559,8 @@ def _edition(nb, edition: str, source_name: str | None = None):
             p = by_index.get(i)
             if p is None:
                 continue
-            if p.role == "check":
-                new.metadata["nbgrader"] = _nbgrader(
-                    f"{p.label}-check",
-                    solution=False,
-                    grade=True,
-                    points=_points(p.cell),
-                    locked=True,
-                )
-            elif p.role == "solution-code":
-                new.metadata["nbgrader"] = _nbgrader(
-                    solution_id(p.label or "solution"), solution=True, grade=False
-                )
+            if p.role in ("check", "solution-code"):
+                new.metadata["nbgrader"] = grading_metadata(p)
     else:
         previous_text_cell = None
         for k, p in enumerate(pieces):
@@ -578,20 +580,10 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 new = nbformat.v4.new_code_cell(p.source)
                 new.metadata = copy.deepcopy(p.cell.get("metadata", {}))
                 new.metadata.pop("execution", None)
-                if p.role == "solution-code":
-                    if edition == "student":
-                        new.source, _ = stub_solution(p.source)
-                    new.metadata["nbgrader"] = _nbgrader(
-                        solution_id(p.label or "solution"), solution=True, grade=False
-                    )
-                elif p.role == "check":
-                    new.metadata["nbgrader"] = _nbgrader(
-                        f"{p.label}-check",
-                        solution=False,
-                        grade=True,
-                        points=_points(p.cell),
-                        locked=True,
-                    )
+                if p.role == "solution-code" and edition == "student":
+                    new.source, _ = stub_solution(p.source)
+                if p.role in ("check", "solution-code"):
+                    new.metadata["nbgrader"] = grading_metadata(p)
                 else:
                     new.metadata.pop("nbgrader", None)
                 cells.append(new)

@@ -12,6 +12,7 @@ import numpy as np
 from ._validate import (
     check_prompt_shapes,
     finite_float,
+    kernel_inputs,
     nonnegative_float,
     positive_int,
     square_matrix,
@@ -152,16 +153,6 @@ def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 
 # (..., n, m); leading (batch) dimensions broadcast.
 
 
-def _kernel_inputs(x, xp):
-    x = np.asarray(x, dtype=np.float64)
-    xp = np.asarray(xp, dtype=np.float64)
-    if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
-        raise ValueError(
-            f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}"
-        )
-    return x, xp
-
-
 def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
     """The polynomial kernel ``k(x, x') = (offset + scale · x·x')^degree`` as a batched callable.
 
@@ -193,7 +184,7 @@ def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
         raise ValueError(f"scale must be > 0, got {scale!r}")
 
     def kernel(x, xp):
-        x, xp = _kernel_inputs(x, xp)
+        x, xp = kernel_inputs(x, xp)
         return (offset + scale * (x @ np.swapaxes(xp, -1, -2))) ** degree
 
     kernel.__doc__ = f"k(x, x') = ({offset:g} + {scale:g} x·x')^{degree}"
@@ -208,7 +199,7 @@ def glu_kernel(degree: int = 2):
     degree = positive_int("degree", degree)
 
     def kernel(x, xp):
-        x, xp = _kernel_inputs(x, xp)
+        x, xp = kernel_inputs(x, xp)
         g = x @ np.swapaxes(xp, -1, -2)
         return sum(g**m for m in range(1, degree + 1))
 
@@ -226,7 +217,7 @@ def hermite_quadratic_kernel(*, constant: bool = True):
     """
 
     def kernel(x, xp):
-        x, xp = _kernel_inputs(x, xp)
+        x, xp = kernel_inputs(x, xp)
         g = x @ np.swapaxes(xp, -1, -2)
         n2 = np.sum(x**2, axis=-1)[..., :, None]
         np2 = np.sum(xp**2, axis=-1)[..., None, :]

@@ -29,7 +29,7 @@ from math import comb, factorial, sqrt
 
 import numpy as np
 
-from ._validate import positive_int
+from ._validate import kernel_inputs, positive_int
 
 __all__ = [
     "FEATURE_KINDS",
@@ -230,12 +230,7 @@ def feature_kernel(feature_blocks: Sequence):
         )
 
     def kernel(x, xp):
-        x = np.asarray(x, dtype=np.float64)
-        xp = np.asarray(xp, dtype=np.float64)
-        if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
-            raise ValueError(
-                f"kernel inputs must have shapes (..., n, d), (..., m, d), got {x.shape}, {xp.shape}"
-            )
+        x, xp = kernel_inputs(x, xp)
         return sum(np.asarray(b(x)) @ np.swapaxes(np.asarray(b(xp)), -1, -2) for b in blocks)
 
     return kernel

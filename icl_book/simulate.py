@@ -317,8 +317,9 @@ def solve_reduced_ridge(
     - **Mixed-precision refinement.** The two matrix products of each CG step are done in float32 (twice as
       fast), and the result is made float64-accurate by iterative refinement: CG in float32 solves
       ``A δ = r`` to ``REFINE_TOL`` relative accuracy, ``Γ ← Γ + δ``, and ``r = b − AΓ`` is recomputed in
-      float64; a few rounds reach ``tol``. Used when ``n >= d(d+1)`` only (see below). If a round fails to halve the float64 residual (an ill-conditioned
-      problem beyond single precision), the remaining iterations are done in float64 throughout.
+      float64; a few rounds reach ``tol``. Used when ``n >= d(d+1)`` only (see below). If a round fails to
+      halve the float64 residual (a problem too ill-conditioned for single precision), the remaining
+      iterations are done in float64 throughout.
     - **Preconditioning** (``"auto"``, used when ``n >= d(d+1)``): the Kronecker approximation
       ``S_x ⊗ S_h + (λ/d) I`` of the Gram operator (``S_x = X_qᵀX_q/n``, ``S_h = HᵀH/n``), inverted exactly
       through the eigendecompositions of the two small factors. ``"none"`` disables it.
@@ -367,10 +368,15 @@ def solve_reduced_ridge(
     if preconditioner not in ("auto", "none"):
         raise ValueError(f"preconditioner must be 'auto' or 'none', got {preconditioner!r}")
     shift = ridge / d  # (n/d) λ divided by n
-    x32, h32 = x_query.astype(np.float32), h.astype(np.float32)
 
     def apply(gamma):
         return _gram_apply(x_query, h, gamma) / n + shift * gamma
+
+    # Single precision only where the solution is unique: below n = d(d+1), float32 rounding of the products
+    # leaks ~1e-7 into the null space of the features, which CG never removes (the minimum-norm property).
+    single = n >= d * (d + 1)
+    if single:
+        x32, h32 = x_query.astype(np.float32), h.astype(np.float32)
 
     def apply_single(gamma):
         return (
@@ -397,9 +403,6 @@ def solve_reduced_ridge(
     rhs_norm = float(np.linalg.norm(rhs))
     if rhs_norm == 0:
         return gamma, SolveInfo(0, 0.0, True, use_precond)
-    # Single precision only where the solution is unique: below n = d(d+1), float32 rounding of the products
-    # leaks ~1e-7 into the null space of the features, which CG never removes (the minimum-norm property).
-    single = n >= d * (d + 1)
     r, res, it = rhs, 1.0, 0
     while it < max_iter and res > tol:
         inner_tol = max(REFINE_TOL, tol / res) if single else tol / res

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from icl_book import simulate
 from icl_book.simulate import (
     gamma_errors,
     pretrain_reduced_lsa,
@@ -200,3 +201,24 @@ def test_check_asymptotics_ex4():
 
     with pytest.raises(CheckFailed, match="not implemented"):
         check_asymptotics_ex4(stub)
+
+
+def test_solver_falls_back_to_double_precision_when_single_stalls(monkeypatch):
+    # Make the float32 products useless (30 % relative error): refinement rounds then fail to halve the float64
+    # residual, and the solver must finish in float64 and still match the dense solution.
+    d, n = 6, 200
+    p = sample_reduced_prompts(d, 6, n, rng=np.random.default_rng(7), rho=0.1)
+    exact_apply = simulate._gram_apply
+    noise = np.random.default_rng(8)
+
+    def bad_single(x_query, h, gamma):
+        out = exact_apply(x_query, h, gamma)
+        if out.dtype == np.float32:
+            out = out * (1 + 0.3 * noise.standard_normal(out.shape)).astype(np.float32)
+        return out
+
+    monkeypatch.setattr(simulate, "_gram_apply", bad_single)
+    gamma, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, 0.0, tol=1e-12)
+    assert info.converged
+    ref = _dense_solution(p, 0.0, d)
+    assert np.abs(gamma - ref).max() <= 1e-8 * np.abs(ref).max()
