@@ -47,6 +47,11 @@ function inspect() {
     broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
     images_without_alt: imgs.filter(i => !i.getAttribute('alt')).map(i => i.getAttribute('src')),
     colab: Array.from(doc.querySelectorAll('a[href*="colab.research.google.com"]')).map(a => a.href),
+    // Display equations wider than the column they sit in: clipped or behind a scroll bar for the reader.
+    wide_math: Array.from(doc.querySelectorAll('mjx-container[display="true"]')).filter(c => {
+      const box = c.parentElement.getBoundingClientRect().width;
+      return c.firstElementChild && c.firstElementChild.getBoundingClientRect().width > box + 1;
+    }).map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60)),
   });
 }
 frame.addEventListener('load', () => {
@@ -120,7 +125,8 @@ def inspect_page(base_url: str, page: str, timeout: float = 90) -> dict:
     """Load ``page`` (a path under ``base_url``) in headless Chromium; return the harness's verdict.
 
     The verdict has keys ``mathjax``, ``typeset``, ``raw_tex``, ``images``, ``broken_images``,
-    ``images_without_alt``, ``colab`` and ``console_errors``.
+    ``images_without_alt``, ``colab``, ``wide_math`` (display equations wider than their column) and
+    ``console_errors``.
     """
     chromium = find_chromium()
     with tempfile.TemporaryDirectory() as profile:

@@ -49,6 +49,9 @@ def test_page_renders_math_images_and_no_console_errors(server, page):
     assert verdict["images_without_alt"] == [], (
         f"images without alt text: {verdict['images_without_alt']}"
     )
+    assert verdict["wide_math"] == [], (
+        f"display equations wider than the text column (break them with aligned): {verdict['wide_math']}"
+    )
     assert verdict["console_errors"] == []
     if re.match(r"chapters/\d\d_", page):
         assert verdict["images"] >= 1
@@ -93,6 +96,22 @@ def test_the_check_fails_on_a_broken_image_and_a_console_error(tmp_path):
         verdict = inspect_page(url, "chapters/broken.html")
     assert verdict["broken_images"], "a missing image should be reported"
     assert any("undefinedFunction" in line for line in verdict["console_errors"])
+
+
+@pytest.mark.browser
+def test_the_check_reports_a_display_equation_wider_than_the_column(tmp_path):
+    find_chromium()
+    wide = " + ".join(f"x_{{{i}}}^2" for i in range(60))
+    site = _broken_copy(
+        tmp_path,
+        lambda h: h.replace(
+            '<span id="chapter-prologue"></span>',
+            f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>',
+        ),
+    )
+    with serve(site) as url:
+        verdict = inspect_page(url, "chapters/broken.html")
+    assert verdict["wide_math"], "a 60-term display equation should be reported as too wide"
 
 
 def test_missing_browser_explains_the_fix(monkeypatch):
