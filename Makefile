@@ -11,12 +11,13 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test execute html lint pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test execute html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
 	@echo "make test        the whole test suite, as CI runs it"
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
+	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
 	@echo "make pdf         the PDF edition (needs: $(TEX_PACKAGES))"
@@ -49,9 +50,20 @@ benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 # --- the test suite (CI runs `make test` and nothing else) --------------------------------------------
+# Chapters are linted in their executed .ipynb (ruff reads notebooks and understands %pip); the pair
+# check keeps those inputs equal to the .md sources. chapters/ruff.toml sets their width to 88.
 lint: $(STAMP)
-	$(BIN)/ruff check icl_book tests benchmarks
-	$(BIN)/ruff format --check icl_book tests benchmarks
+	$(BIN)/ruff check icl_book tests benchmarks chapters
+	$(BIN)/ruff format --check icl_book tests benchmarks chapters
+
+# Format chapter code: .md -> .ipynb inputs, ruff on the notebook, then back into the .md.
+format-chapters: $(STAMP)
+	@for f in $(or $(CHAPTERS),chapters/[0-9][0-9]_*.md); do \
+	  nb=$${f%.md}.ipynb; \
+	  $(BIN)/jupytext --quiet --sync $$f && \
+	  $(BIN)/ruff check --fix-only --quiet $$nb && $(BIN)/ruff format --quiet $$nb && \
+	  touch $$nb && $(BIN)/jupytext --quiet --sync $$nb || exit 1; \
+	done
 
 pairs: $(STAMP)
 	$(BIN)/python -m icl_book.notebooks check-pairs

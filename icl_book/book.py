@@ -1,10 +1,16 @@
-"""Small helpers used by the chapters themselves (not by the mathematics)."""
+"""Small helpers used by the chapters themselves (not by the mathematics).
+
+``glue`` puts a number into the prose; ``claim`` states, beside that number, the sentence the prose
+builds on it, and fails the chapter's execution (and so ``make execute`` and nbval) when it is false.
+"""
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["in_colab", "glue"]
+import numpy as np
+
+__all__ = ["in_colab", "glue", "claim", "ClaimFailed"]
 
 
 def in_colab() -> bool:
@@ -12,23 +18,38 @@ def in_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def glue(name: str, value, fmt: str | None = None) -> None:
-    """Store ``value`` under ``name`` for ``{glue:}`` references in the rendered book.
+def glue(name: str, value, fmt: str | None = None) -> str:
+    """Store ``value`` under ``name`` for ``{glue:}`` references and return the text the page shows.
 
     ``fmt`` (e.g. ``".3f"``) fixes the printed precision, so the text is identical from run to run and
-    with 1 or 2 threads. Outside the book toolchain (e.g. on Colab, where ``myst_nb`` is absent) nothing is
-    stored. Nothing is returned, so a ``glue`` call at the end of a cell adds no output.
+    with 1 or 2 threads. The returned string is exactly the glued text, so a cell can print it:
+    ``print(f"μ_1 = {glue('mu1', mu1, '.4f')}")``. Outside the book toolchain (e.g. on Colab, where
+    ``myst_nb`` is absent) nothing is stored, and the text is still returned.
+
+    Do not end a cell with a bare ``glue(...)`` call: its text would become the cell's output
+    (``tests/test_notebooks.py`` checks this).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is empty, or if the value is ``None`` or not finite (``nan``, ``±inf``): a glued
+        number that reads "None" or "nan" is a bug in the chapter, not a result.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if value is None:
+        raise ValueError(f"value of {name!r} must not be None")
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        if not np.isfinite(value):
+            raise ValueError(f"value of {name!r} must be finite, got {value}")
     text = format(value, fmt) if fmt is not None else str(value)
     try:
         from myst_nb import glue as _myst_glue
     except ImportError:  # Colab and plain installs: no book to glue into.
-        return None
+        return text
     # Glue the formatted *text* so that the page shows exactly the precision the notebook printed.
     _myst_glue(name, _GluedText(text), display=False)
-    return None
+    return text
 
 
 class _GluedText(str):
@@ -36,3 +57,36 @@ class _GluedText(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+class ClaimFailed(AssertionError):
+    """A sentence of the book is contradicted by the number it interprets."""
+
+
+def claim(holds, sentence: str) -> None:
+    """Fail loudly when a sentence the prose makes about a computed number is false.
+
+    Prints nothing and returns ``None`` when the claim holds; raises :class:`ClaimFailed` (an
+    ``AssertionError``) naming the sentence when it does not, so ``make execute`` and nbval fail.
+
+    Parameters
+    ----------
+    holds : bool
+        The condition the sentence asserts, computed from the numbers in the cell. It must be a
+        Python or NumPy boolean scalar: reduce arrays with ``np.all`` or ``np.any`` first.
+    sentence : str
+        The claim in words, as the prose makes it: "block-coordinate descent approaches least squares".
+
+    Examples
+    --------
+    >>> gap = [1.0, 0.1, 1e-5]
+    >>> claim(gap[-1] < 1e-3 * gap[0], "the gap falls by three orders of magnitude")
+    """
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise ValueError(f"sentence must be a non-empty string, got {sentence!r}")
+    if not isinstance(holds, (bool, np.bool_)):
+        raise TypeError(
+            f"holds must be a bool (use np.all or np.any for arrays), got {type(holds).__name__}"
+        )
+    if not holds:
+        raise ClaimFailed(f"the book claims: {sentence!r}, but the numbers computed here contradict it")
