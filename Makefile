@@ -11,12 +11,13 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test execute html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test execute editions html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
 	@echo "make test        the whole test suite, as CI runs it"
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
+	@echo "make editions    regenerate the Colab/Jupyter editions notebooks/NN_*.ipynb from the executed chapters"
 	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
@@ -42,6 +43,12 @@ execute: $(STAMP)
 	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
 	$(BIN)/python -m icl_book.notebooks figure-index
 	$(BIN)/python -m icl_book.assignments table --write chapters/instructors.md
+	$(MAKE) --no-print-directory editions
+
+# The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
+# from the book's Sphinx environment (_build, or a temporary read of the book when that is stale).
+editions: $(STAMP)
+	$(BIN)/python -m booktools.editions build
 
 assignments: $(STAMP)
 	$(BIN)/python -m icl_book.assignments build --out _build/assignments
@@ -53,8 +60,8 @@ benchmarks: $(STAMP)
 # Chapters are linted in their executed .ipynb (ruff reads notebooks and understands %pip); the pair
 # check keeps those inputs equal to the .md sources. chapters/ruff.toml sets their width to 88.
 lint: $(STAMP)
-	$(BIN)/ruff check icl_book tests benchmarks chapters
-	$(BIN)/ruff format --check icl_book tests benchmarks chapters
+	$(BIN)/ruff check icl_book booktools tests benchmarks chapters
+	$(BIN)/ruff format --check icl_book booktools tests benchmarks chapters
 
 # Format chapter code: .md -> .ipynb inputs, ruff on the notebook, then back into the .md.
 format-chapters: $(STAMP)
