@@ -34,7 +34,8 @@ TEMPLATE = """\
 <script>
 window.MathJax = {
   tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']],
-        processEscapes: true, processEnvironments: true},
+        processEscapes: true, processEnvironments: true,
+        packages: {'[-]': ['noundefined']}},  // an undefined macro is an error node, not red text
   options: {ignoreHtmlClass: 'jp-InputArea|jp-OutputArea-output', processHtmlClass: 'jp-RenderedMarkdown'},
   startup: {pageReady: () => MathJax.startup.defaultPageReady().then(() => { window.mathjaxDone = true; })}
 };
