@@ -100,7 +100,7 @@ class _BookPdfLinks(SphinxPostTransform):
                 depth = self.env.docname.count("/")
                 node["refuri"] = "../" * depth + pdf.name
             elif self.app.builder.format == "html":
-                note = " (not part of this build: `make pdf` makes it)"
+                note = " (not in this build: run make pdf)"
                 node.replace_self(nodes.inline("", node.astext() + note, classes=[BOOK_PDF_CLASS]))
             else:
                 node.replace_self(nodes.Text(node.astext()))
