@@ -190,9 +190,11 @@ PAGE_WIDTH_JS = (
     "() => {"
     + _describe_js("describe")
     + """
+  // The layout viewport: on a phone, innerWidth grows to the content when the page is too wide (the
+  // browser zooms out), so it cannot be the yardstick.
   const width = document.documentElement.clientWidth;
   const scroll = Math.max(document.documentElement.scrollWidth, document.body.scrollWidth);
-  if (scroll <= window.innerWidth) return [];
+  if (scroll <= width) return [];
   // Name the widest culprits: visible elements whose right edge is past the viewport.
   const out = [];
   for (const e of document.body.querySelectorAll('*')) {
@@ -201,7 +203,7 @@ PAGE_WIDTH_JS = (
     if (e.parentElement && e.parentElement.getBoundingClientRect().right > width + 1) continue;
     out.push(`${describe(e)} right=${Math.round(r.right)}`);
   }
-  return [`document ${scroll} px wide in a ${window.innerWidth} px viewport`, ...out.slice(0, 8)];
+  return [`document ${scroll} px wide in a ${width} px viewport`, ...out.slice(0, 8)];
 }"""
 )
 
