@@ -99,11 +99,10 @@ class _BookPdfLinks(SphinxPostTransform):
             if pdf is not None:
                 depth = self.env.docname.count("/")
                 node["refuri"] = "../" * depth + pdf.name
-            elif self.app.builder.format == "html":
-                note = " (not in this build: run make pdf)"
-                node.replace_self(nodes.inline("", node.astext() + note, classes=[BOOK_PDF_CLASS]))
-            else:
-                node.replace_self(nodes.Text(node.astext()))
+            else:  # plain text (an inline: replace_self keeps the node's classes)
+                html = self.app.builder.format == "html"
+                note = " (not in this build: run make pdf)" if html else ""
+                node.replace_self(nodes.inline("", node.astext() + note))
 
 
 def _download_menu_pdf(app, pagename, templatename, context, doctree):

@@ -274,4 +274,4 @@ def test_citation_cff_matches_the_config_and_the_package():
     assert cff["license"] == "MIT" and str(cff["date-released"]) == "2026-12-03"
     intro = (ROOT / "chapters" / "intro.md").read_text()
     assert "## How to cite" in intro
-    assert f"version   = {{{project['version']}}}" in intro and config["repository"]["url"] in intro
+    assert f"version = {{{project['version']}}}" in intro and config["repository"]["url"] in intro

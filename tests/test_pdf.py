@@ -120,8 +120,8 @@ Read it as one :book-pdf:`PDF file`.
 """
 
 
-def _tiny_build(tmp_path, with_pdf: bool):
-    src, out = tmp_path / "src", tmp_path / "_build" / "html"
+def _tiny_build(tmp_path, with_pdf: bool, builder: str = "html"):
+    src, out = tmp_path / "src", tmp_path / "_build" / builder
     src.mkdir()
     (src / "conf.py").write_text(textwrap.dedent(_CONF))
     (src / "index.rst").write_text(textwrap.dedent(_INDEX))
@@ -129,7 +129,7 @@ def _tiny_build(tmp_path, with_pdf: bool):
         (tmp_path / "_build" / "latex").mkdir(parents=True)
         (tmp_path / "_build" / "latex" / "icl-book.pdf").write_bytes(b"%PDF-1.5 stand-in")
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(src), str(out)],
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", builder, str(src), str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -152,3 +152,10 @@ def test_with_a_pdf_the_site_publishes_and_links_it(tmp_path):
     assert (out / "icl-book.pdf").read_bytes() == b"%PDF-1.5 stand-in"
     assert page.count('href="icl-book.pdf"') == 2  # the role's link and the download menu's
     assert "window.print()" not in page
+
+
+def test_in_the_pdf_the_pdf_link_is_text(tmp_path):
+    out = _tiny_build(tmp_path, with_pdf=True, builder="latex")
+    tex = next(out.glob("*.tex")).read_text()
+    assert r"Read it as one \DUrole{icl-book-pdf}{PDF file}." in tex
+    assert "icl-book.pdf" not in tex and "not in this build" not in tex
