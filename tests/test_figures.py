@@ -205,11 +205,10 @@ def test_every_figure_is_legible_and_sharp_at_1280_px(book_figures):
 
 @pytest.mark.browser
 def test_figures_fill_at_most_the_column_that_plotting_assumes(book_figures):
-    # COLUMN_WIDTH (in) at CSS_PX_PER_INCH is the width of the box a figure sits in at 1280 px (an output
-    # image outside a captioned figure has at least that much room).
-    column = round(plotting.COLUMN_WIDTH * plotting.CSS_PX_PER_INCH)
-    assert {round(r["column"]) for r in book_figures if r["in_figure"]} == {column}
-    assert all(r["column"] >= column - 0.5 for r in book_figures)
+    # COLUMN_WIDTH (in) at CSS_PX_PER_INCH is the widest box a captioned figure sits in at 1280 px (one in a
+    # folded solution or an admonition has less room; the legibility test measures it where it is).
+    columns = [r["column"] for r in book_figures if r["in_figure"]]
+    assert round(max(columns)) == round(plotting.COLUMN_WIDTH * plotting.CSS_PX_PER_INCH), columns
 
 
 @pytest.mark.browser
