@@ -275,3 +275,34 @@ def test_citation_cff_matches_the_config_and_the_package():
     intro = (ROOT / "chapters" / "intro.md").read_text()
     assert "## How to cite" in intro
     assert f"version = {{{project['version']}}}" in intro and config["repository"]["url"] in intro
+
+
+# "Lu et al. [Lu et al., 2025]": the author written before a parenthetical citation that names them again.
+# Write {cite:t}`key` ("Lu et al. [2025]") instead.
+_DOUBLED_AUTHOR = re.compile(
+    r"\b([A-Z][\w-]+)((?: et al\.)|(?: and [A-Z][\w-]+))? \[\1\2?, (?:19|20)\d\d"
+)
+
+
+def doubled_citation_names(site: Path) -> list[str]:
+    problems = []
+    for page in sorted(p for p in site.rglob("*.html") if "_static" not in p.parts):
+        text = _Text()
+        text.feed(page.read_text(encoding="utf-8"))
+        flat = " ".join("".join(text.parts).split())
+        problems += [f"{page.name}: …{m.group(0)}…" for m in _DOUBLED_AUTHOR.finditer(flat)]
+    return problems
+
+
+def test_no_author_named_twice_before_a_citation():
+    if not (HTML / "index.html").exists():
+        pytest.fail("the book is not built: run `make html` (make test builds it first)")
+    assert doubled_citation_names(HTML) == []
+
+
+def test_the_doubled_author_check_finds_one(tmp_path):
+    (tmp_path / "a.html").write_text(
+        '<p>the forms of Lu et al. [<a href="b.html#x">Lu <em>et al.</em>, 2025</a>] and of '
+        'Lu et al. [<a href="b.html#x">2025</a>], by Garg [<a href="#">Zhang, 2024</a>].</p>'
+    )
+    assert doubled_citation_names(tmp_path) == ["a.html: …Lu et al. [Lu et al., 2025…"]
