@@ -197,10 +197,16 @@ PAGE_WIDTH_JS = (
   if (scroll <= width) return [];
   // Name the widest culprits: visible elements whose right edge is past the viewport.
   const out = [];
+  const contained = (e) => {  // inside a box that clips or scrolls and itself fits
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+      if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= width + 1) return true;
+    return false;
+  };
   for (const e of document.body.querySelectorAll('*')) {
     const r = e.getBoundingClientRect();
-    if (r.width === 0 || r.right <= width + 1) continue;
+    if (r.width === 0 || r.right <= width + 1 || getComputedStyle(e).position === 'fixed') continue;
     if (e.parentElement && e.parentElement.getBoundingClientRect().right > width + 1) continue;
+    if (contained(e)) continue;
     out.push(`${describe(e)} right=${Math.round(r.right)}`);
   }
   return [`document ${scroll} px wide in a ${width} px viewport`, ...out.slice(0, 8)];
@@ -231,8 +237,15 @@ CLIPPED_MATH_JS = (
     + """
   const out = [];
   const cue = (a) => a.classList.contains('icl-more-right') || a.classList.contains('icl-more-left');
+  const vw = document.documentElement.clientWidth;
+  const offCanvas = (e) => {  // a sidebar drawn off-screen on a phone (its drawer shows a copy)
+    const s = e.closest('.bd-sidebar-primary, .bd-sidebar-secondary');
+    if (!s) return false;
+    const b = s.getBoundingClientRect();
+    return b.left >= vw || b.right <= 0 || getComputedStyle(s).visibility === 'hidden';
+  };
   for (const c of document.querySelectorAll('mjx-container')) {
-    if (!c.getClientRects().length) continue;
+    if (!c.getClientRects().length || offCanvas(c)) continue;
     // Measure the typeset formula (mjx-math), not its container: MathJax can let it run past the box.
     const m = c.querySelector('mjx-math') || c;
     const r = m.getBoundingClientRect();

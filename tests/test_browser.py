@@ -84,10 +84,12 @@ def measure(site, page: str) -> dict:
 
 
 def colab_url(page: str) -> str:
+    """The chapter's Colab link: its plain-notebook edition, notebooks/NN_slug.ipynb."""
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     path = repo["url"].removeprefix("https://github.com/")
     return (
-        f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/{page[:-5]}.ipynb"
+        f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/notebooks/"
+        f"{page.removeprefix('chapters/')[:-5]}.ipynb"
     )
 
 
@@ -193,9 +195,8 @@ def _inject(html: str, snippet: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    with browser.launch() as b:
-        yield b
+def chromium(site):
+    return site[1]  # one playwright instance per thread: share the module's browser
 
 
 @contextmanager
