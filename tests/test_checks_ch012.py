@@ -142,9 +142,16 @@ def test_hermite_ex1_rejects_wrong_answers(answer):
 def erf_noise_from_series(a, rho):  # E f² − μ_1² summed from the odd closed-form coefficients
     s = 2 * a * a / (1 + 2 * a * a)
     mu1_sq = 2 / math.pi * s
-    ef2 = 2 / math.pi * sum(  # arcsin s = Σ (2m−1)!!/(2m)!! s^(2m+1)/(2m+1)
-        math.prod(range(2 * m - 1, 0, -2)) / math.prod(range(2 * m, 0, -2)) * s ** (2 * m + 1) / (2 * m + 1)
-        for m in range(4000)
+    ef2 = (
+        2
+        / math.pi
+        * sum(  # arcsin s = Σ (2m−1)!!/(2m)!! s^(2m+1)/(2m+1)
+            math.prod(range(2 * m - 1, 0, -2))
+            / math.prod(range(2 * m, 0, -2))
+            * s ** (2 * m + 1)
+            / (2 * m + 1)
+            for m in range(4000)
+        )
     )
     return rho + ef2 - mu1_sq
 
@@ -163,7 +170,8 @@ def erf_noise(a, rho):
     [
         lambda a, rho: erf_noise(a, rho) - rho,  # forgot the label noise
         lambda a, rho: rho + 2 / math.pi * (math.asin(a * a / (1 + a * a)) - a * a / (1 + a * a)),
-        lambda a, rho: rho + 2 / math.pi * math.asin(2 * a * a / (1 + 2 * a * a)),  # E f², not minus μ_1²
+        lambda a, rho: rho
+        + 2 / math.pi * math.asin(2 * a * a / (1 + 2 * a * a)),  # E f², not minus μ_1²
         scaled(erf_noise),
     ],
     ids=["no-rho", "wrong-s", "no-mu1", "fake1.03"],
@@ -178,7 +186,9 @@ def test_hermite_ex3_rejects_wrong_answers(answer):
 
 def best_eta_eigen(cov, n, s2):  # in the eigenbasis of Λ
     lam = np.linalg.eigvalsh(cov)
-    return float(np.sum(lam**2) / ((1 + 1 / n) * np.sum(lam**3) + (lam.sum() + s2) / n * np.sum(lam**2)))
+    return float(
+        np.sum(lam**2) / ((1 + 1 / n) * np.sum(lam**3) + (lam.sum() + s2) / n * np.sum(lam**2))
+    )
 
 
 def test_lsa_ex1_accepts_a_correct_form():
@@ -203,7 +213,9 @@ def test_lsa_ex1_rejects_wrong_answers(answer):
 # --- lsa-ex2: one GD step from w0 -----------------------------------------------------------------------
 
 
-def weights_rescaled(w0, eta):  # (c W_KQ, W_PV / c) is the same layer; unread entries may be anything
+def weights_rescaled(
+    w0, eta
+):  # (c W_KQ, W_PV / c) is the same layer; unread entries may be anything
     d = len(w0)
     W_KQ = np.zeros((d + 1, d + 1))
     W_KQ[:d, :d] = -2.0 * np.eye(d)
@@ -264,7 +276,9 @@ def test_lsa_ex4_accepts_a_near_optimal_layer():
     """What training produces: Γ within a few per cent of Γ*, weights in a rescaled, sign-flipped form."""
     rng = np.random.default_rng(0)
     gamma = GAMMA4 * (1 + 0.03 * rng.standard_normal((3, 3)))
-    assert checks.check_lsa_ex4(gamma_written_differently(), layer_predictions(gamma, -2.0), COV4, N4, S4)
+    assert checks.check_lsa_ex4(
+        gamma_written_differently(), layer_predictions(gamma, -2.0), COV4, N4, S4
+    )
 
 
 @pytest.mark.slow
@@ -274,11 +288,24 @@ def test_lsa_ex4_accepts_a_really_trained_layer():
 
         return sample_linear_prompts(b, N4, 3, rng=r, noise_var=S4, input_cov=COV4)
 
-    layer = LinearSelfAttention(3, generator=torch.Generator().manual_seed(0))
-    fit = train_in_context(
-        layer, sample, seed=0, steps=300, lr=0.05, batch_size=512, schedule="cosine",
-        weight_decay=1e-3, progress=False, num_threads=1,
-    )
+    fits = []
+    for s in range(3):  # as in the solution: three random starts (seed 0 alone ends on the plateau)
+        layer = LinearSelfAttention(3, generator=torch.Generator().manual_seed(s))
+        fits.append(
+            train_in_context(
+                layer,
+                sample,
+                seed=s,
+                steps=300,
+                lr=0.05,
+                batch_size=512,
+                schedule="cosine",
+                weight_decay=1e-3,
+                progress=False,
+                num_threads=1,
+            )
+        )
+    fit = min(fits, key=lambda r: r.final_loss)
     W_KQ, W_PV = fit.model.weights()
     predict = lambda xs, ys, xq: lsa_predict(xs, ys, xq, W_KQ, W_PV)  # noqa: E731
     assert checks.check_lsa_ex4(GAMMA4.copy(), predict, COV4, N4, S4)
@@ -307,7 +334,18 @@ def bayes(xs, ys, xq):
         (GAMMA4, GAMMA4),  # a matrix where a function is expected (the old interface)
         (GAMMA4, None),  # the student stub
     ],
-    ids=["newton", "fake1.03", "copy", "copy-rescaled", "0.9", "untrained", "bayes", "shape", "matrix", "none"],
+    ids=[
+        "newton",
+        "fake1.03",
+        "copy",
+        "copy-rescaled",
+        "0.9",
+        "untrained",
+        "bayes",
+        "shape",
+        "matrix",
+        "none",
+    ],
 )
 def test_lsa_ex4_rejects_wrong_answers(gamma_predicted, predict):
     with pytest.raises(CheckFailed):

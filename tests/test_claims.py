@@ -42,7 +42,9 @@ def _output_texts(output: dict):
         yield output.get("name", "stream"), _text(output.get("text", ""))
     glued = output.get("metadata", {}).get("scrapbook")
     for key, value in output.get("data", {}).items():
-        if key.endswith(TEXT_KEYS):  # plain keys and myst-nb's application/papermill.record/... keys
+        if key.endswith(
+            TEXT_KEYS
+        ):  # plain keys and myst-nb's application/papermill.record/... keys
             kind = f"glue {glued['name']!r}" if glued else key
             yield kind, _text(value)
 
@@ -61,7 +63,9 @@ def output_problems(nb: dict, name: str = "notebook") -> list[str]:
                         continue
                     line = text[: match.start()].count("\n")
                     shown = text.splitlines()[line] if text.splitlines() else text
-                    problems.append(f"{name} cell {index} ({kind}): {match.group(1)!r} in {shown.strip()!r}")
+                    problems.append(
+                        f"{name} cell {index} ({kind}): {match.group(1)!r} in {shown.strip()!r}"
+                    )
     return problems
 
 
@@ -76,7 +80,11 @@ def _code_cell(source: str, outputs: list) -> dict:
 
 
 def test_output_check_can_fail():
-    stream = {"output_type": "stream", "name": "stdout", "text": ["tanh: μ_1 = None, E f² = 0.39\n"]}
+    stream = {
+        "output_type": "stream",
+        "name": "stdout",
+        "text": ["tanh: μ_1 = None, E f² = 0.39\n"],
+    }
     nan_plain = {"output_type": "execute_result", "data": {"text/plain": "nan"}, "metadata": {}}
     glued_inf = {
         "output_type": "display_data",
@@ -84,14 +92,21 @@ def test_output_check_can_fail():
         "metadata": {"scrapbook": {"name": "risk", "mime_prefix": "application/papermill.record/"}},
     }
     html = {"output_type": "display_data", "data": {"text/html": "<td>NaN</td>"}, "metadata": {}}
-    fine = {"output_type": "stream", "name": "stdout", "text": "infinite, nonce, Nonetheless, 1.0e-12, info\n"}
+    fine = {
+        "output_type": "stream",
+        "name": "stdout",
+        "text": "infinite, nonce, Nonetheless, 1.0e-12, info\n",
+    }
     nb = {
         "cells": [
             _code_cell("print(x)", [stream, fine]),
             _code_cell("x", [nan_plain]),
             _code_cell("glue('risk', r)", [glued_inf]),
             _code_cell("display(t)", [html]),
-            _code_cell("r = float('inf')  # expect inf\nprint(r)", [{"output_type": "stream", "text": "inf\n"}]),
+            _code_cell(
+                "r = float('inf')  # expect inf\nprint(r)",
+                [{"output_type": "stream", "text": "inf\n"}],
+            ),
             _code_cell("print(r)  # expect inf", [{"output_type": "stream", "text": "None\n"}]),
         ]
     }
@@ -109,7 +124,9 @@ def _python(source: str) -> str:
     """Drop IPython magics and shell escapes so that the cell parses as Python."""
     lines = source.splitlines()
     return "\n".join(
-        line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+        line[: len(line) - len(line.lstrip())] + "pass"
+        if line.lstrip().startswith(("%", "!"))
+        else line
         for line in lines
     )
 
@@ -135,7 +152,9 @@ def bare_glue_problems(sources: dict[str, str]) -> list[str]:
 
 def _chapter_code_cells(md: Path) -> dict[str, str]:
     cells = jupytext.read(md).cells
-    return {f"{md.name} code cell {i}": c.source for i, c in enumerate(cells) if c.cell_type == "code"}
+    return {
+        f"{md.name} code cell {i}": c.source for i, c in enumerate(cells) if c.cell_type == "code"
+    }
 
 
 @pytest.mark.parametrize("md", SOURCES, ids=lambda p: p.stem)
@@ -160,7 +179,7 @@ def test_bare_glue_check_can_fail():
 # --- (c) a perturbed guarded number fails execution and nbval ------------------------------------------------
 
 PROLOGUE = CHAPTERS / "00_prologue.md"
-GUARD = 'claim(bool(np.all(z_ols < 4)), "least squares: simulation and formula agree within 4 SE")'
+GUARD = 'claim(\n    bool(np.all(z_ols < 4)), "least squares: simulation and formula agree within 4 SE"\n)'
 
 
 def _perturb(source: str) -> str:
@@ -174,9 +193,13 @@ def test_perturbed_claim_fails_execution_and_nbval(tmp_path):
     committed = PROLOGUE.with_suffix(".ipynb").read_bytes()
     md = tmp_path / PROLOGUE.name
     md.write_text(_perturb(PROLOGUE.read_text()))
-    with pytest.raises(Exception) as info:  # nbclient's CellExecutionError carries the kernel's traceback
+    with pytest.raises(
+        Exception
+    ) as info:  # nbclient's CellExecutionError carries the kernel's traceback
         notebooks.execute_chapter(md)
-    assert "ClaimFailed" in str(info.value) and "least squares: simulation and formula" in str(info.value)
+    assert "ClaimFailed" in str(info.value) and "least squares: simulation and formula" in str(
+        info.value
+    )
     assert not md.with_suffix(".ipynb").exists()  # a failed run writes no notebook
     assert PROLOGUE.with_suffix(".ipynb").read_bytes() == committed  # and chapters/ is untouched
 
@@ -188,8 +211,17 @@ def test_perturbed_claim_fails_execution_and_nbval(tmp_path):
     nb_path.write_text(json.dumps(nb))
     shutil.copy(ROOT / "nbval_sanitize.cfg", tmp_path / "nbval_sanitize.cfg")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval",
-         "--nbval-sanitize-with", "nbval_sanitize.cfg", nb_path.name],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            "--nbval-sanitize-with",
+            "nbval_sanitize.cfg",
+            nb_path.name,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
