@@ -19,6 +19,7 @@ help:
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
 	@echo "make editions    regenerate the Colab/Jupyter editions notebooks/NN_*.ipynb from the executed chapters"
 	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
+	@echo "make explorer-data  regenerate the theory explorer's teacher table, simulated points and figure"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
 	@echo "make lock        regenerate the lock requirements.txt from requirements.in"
@@ -65,6 +66,12 @@ execute: $(STAMP)
 # from the book's Sphinx environment (_build, or a temporary read of the book when that is stale).
 editions: $(STAMP)
 	$(BIN)/python -m booktools.editions build
+
+# The theory explorer's data (chapters/explorer.md): teacher table from icl_book.hermite, simulated points,
+# the PDF's static figure (_extra/explorer/; a few minutes). tests/test_explorer.py fails when it is stale.
+.PHONY: explorer-data
+explorer-data: $(STAMP)
+	$(BIN)/python -m booktools.explorer_data
 
 assignments: $(STAMP)
 	$(BIN)/python -m icl_book.assignments build --out _build/assignments

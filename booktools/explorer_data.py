@@ -50,8 +50,8 @@ TEXT_LABELS = {
 }
 
 SEEDS = (0, 1, 2)
-DIM = 40
-# What is simulated: d = 40, 3 seeds; kappa None is κ = ∞. Matched by the page when its sliders equal
+DIM = 60
+# What is simulated: d = 60, 3 seeds; kappa None is κ = ∞. Matched by the page when its sliders equal
 # (teacher, α, κ, ρ, λ) of a set.
 SIMULATIONS = (
     {"teacher": "linear", "alpha": 1.0, "kappa": None, "rho": 0.01, "ridge": 0.0,

@@ -30,12 +30,16 @@
   ];
   const TAU_MIN = 0.1, TAU_MAX = 100, AXIS_MIN = 0.1, AXIS_MAX = 100;
 
+  const SUP = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
   function fmt(v) {
     if (v === Infinity) return "∞";
     if (!Number.isFinite(v)) return "—";
     if (v === 0) return "0";
     const a = Math.abs(v);
-    if (a >= 1e4 || a < 1e-3) return v.toExponential(2).replace("e", "·10^").replace("+", "");
+    if (a >= 1e4 || a < 1e-3) {
+      const [m, e] = v.toExponential(2).split("e");
+      return `${m}×10${String(Number(e)).replace(/./g, (c) => SUP[c])}`;
+    }
     return Number(v.toPrecision(3)).toString();
   }
   const spoken = (v) => (v === Infinity ? "infinity" : fmt(v));
@@ -208,6 +212,9 @@
     li.appendChild(document.createTextNode(text));
   }
 
+  // e_ICL − e_IDG with the round-off of equal values (κ = ∞) shown as 0.
+  const gapOf = (a, b) => (Math.abs(a - b) <= 1e-12 * Math.abs(a) ? 0 : a - b);
+
   function drawTau() {
     const W = Math.max(280, Math.round(fig1.clientWidth || 640));
     const H = Math.round(Math.min(420, Math.max(260, W * 0.62)));
@@ -218,10 +225,10 @@
     const { alpha, kappa, rho, ridge, tau } = state;
     const ridgeless = ridge === 0;
     const series = [];
-    series.push({ cls: "icl-x-c1", label: ridgeless ? "e_ICL (fresh tasks)" : `e_ICL at λ = ${fmt(ridge)}`,
+    series.push({ cls: "icl-x-c1 icl-x-wide", label: ridgeless ? "e_ICL (fresh tasks)" : `e_ICL at λ = ${fmt(ridge)}`,
       pieces: curve((t) => icl(alpha, t, kappa, rho, ridge), ridgeless) });
     if (ridgeless) {
-      series.push({ cls: "icl-x-c2", label: kappa === Infinity ? "e_IDG (κ = ∞: the same tasks as e_ICL)" : "e_IDG (the K pretraining tasks)",
+      series.push({ cls: "icl-x-c2 icl-x-dashed", label: kappa === Infinity ? "e_IDG (equal to e_ICL at κ = ∞)" : "e_IDG (the K pretraining tasks)",
         pieces: curve((t) => idg(alpha, t, kappa, rho), true) });
     } else {
       series.push({ cls: "icl-x-c0 icl-x-dashed", label: "e_ICL at λ = 0, for comparison",
@@ -274,7 +281,7 @@
     for (const [v, cls] of [[eI, "icl-x-c1"], [eD, "icl-x-c2"]]) {
       if (Number.isFinite(v) && v >= yr[0] && v <= yr[1]) svgEl("circle", { cx: sx(tau), cy: sy(v), r: 5.5, class: `icl-x-dot ${cls}` }, plot);
     }
-    readout.textContent = `At τ = ${fmt(tau)}: e_ICL = ${fmt(eI)}` + (ridgeless ? `, e_IDG = ${fmt(eD)}, gap = ${fmt(eI - eD)}`
+    readout.textContent = `At τ = ${fmt(tau)}: e_ICL = ${fmt(eI)}` + (ridgeless ? `, e_IDG = ${fmt(eD)}, gap = ${fmt(gapOf(eI, eD))}`
       : "; e_IDG has a ridgeless formula only (set λ = 0)") + (tau === 1 && ridgeless ? " (the interpolation threshold n = d²)." : ".");
     const simText = sims.length ? ` Markers: the book's simulator at d = ${sims[0].dim} (${sims[0].points.length} values of τ).`
       : " No simulated points at these parameters (they exist for α = 1, ρ = 0.01 with κ = ∞ or κ = 1 at λ = 0, κ = ∞ at λ = 0.1, and the ReLU teacher at κ = ∞, λ = 0).";
@@ -295,60 +302,70 @@
     return `rgb(${mix(16)},${mix(8)},${mix(0)})`;
   }
 
-  function drawPhase() {
-    const W = Math.max(280, Math.round(fig2.clientWidth || 640));
-    const side = Math.min(W - 58 - 80, 360);
-    const H = side + 10 + 48 + 40;
+  let phase = null; // the diagram's elements, rebuilt only when the width changes
+  function buildPhase(W) {
+    const side = Math.min(W - 58 - 100, 360);
+    const H = side + 10 + 48;
     svg2.textContent = "";
     svg2.setAttribute("width", W); svg2.setAttribute("height", H);
     svg2.setAttribute("viewBox", `0 0 ${W} ${H}`);
-    const { alpha, kappa, rho, ridge, tau } = state;
-    const gap = mapMode === "gap";
     const box = { l: 58, t: 10, w: side, h: side };
-    const values = [];
-    let lo = Infinity, hi = -Infinity;
-    for (let j = 0; j < N; j++) for (let i = 0; i < N; i++) {
-      const a = GRID[j], k = GRID[i];
-      const v = gap ? icl(a, tau, k, rho, 0) - idg(a, tau, k, rho) : icl(a, tau, k, rho, ridge);
-      values.push(v);
-      if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-    }
     const { sx, sy } = axes(svg2, box, [0.1, 100], [0.1, 100], "task diversity κ = K/d", "context length α = ℓ/d", "icl-x-clip2", true);
     const cells = svgEl("g", { class: "icl-x-cells" }, svg2);
     svg2.insertBefore(cells, svg2.firstChild); // under the axes' frame
-    const cw = box.w / N, ch = box.h / N;
-    const span = hi > lo ? hi - lo : 1;
-    const divergent = !(lo < Infinity);
+    const cw = box.w / N, ch = box.h / N, rects = [];
     for (let j = 0; j < N; j++) for (let i = 0; i < N; i++) {
-      const v = values[j * N + i];
-      svgEl("rect", { x: (box.l + i * cw).toFixed(2), y: (box.t + box.h - (j + 1) * ch).toFixed(2),
-        width: (cw + 0.6).toFixed(2), height: (ch + 0.6).toFixed(2),
-        fill: Number.isFinite(v) ? viridis((v - lo) / span) : "#888" }, cells);
+      rects.push(svgEl("rect", { x: (box.l + i * cw).toFixed(2), y: (box.t + box.h - (j + 1) * ch).toFixed(2),
+        width: (cw + 0.6).toFixed(2), height: (ch + 0.6).toFixed(2) }, cells));
     }
-    // the slider's (kappa, alpha); kappa = infinity sits on the right edge with an arrow
-    const mx = kappa === Infinity ? box.l + box.w : sx(kappa), my = sy(alpha);
-    svgEl("circle", { cx: mx, cy: my, r: 6, class: "icl-x-crosshair" }, svg2);
-    svgEl("circle", { cx: mx, cy: my, r: 2, class: "icl-x-crosshair-dot" }, svg2);
-    if (kappa === Infinity) { const t = svgEl("text", { x: mx + 8, y: my + 4, class: "icl-x-small" }, svg2); t.textContent = "κ = ∞ →"; }
-    // colour bar
-    const bx = box.l + box.w + 26, bw = 12;
+    const ring = svgEl("circle", { r: 6, class: "icl-x-crosshair" }, svg2);
+    const dot = svgEl("circle", { r: 2, class: "icl-x-crosshair-dot" }, svg2);
+    const inf = svgEl("text", { class: "icl-x-small icl-x-onmap" }, svg2);
+    const bx = box.l + box.w + 16, bw = 12;
     const defs = svgEl("defs", {}, svg2);
     const grad = svgEl("linearGradient", { id: "icl-x-grad", x1: 0, x2: 0, y1: 1, y2: 0 }, defs);
     VIRIDIS.forEach((c, i) => svgEl("stop", { offset: i / (VIRIDIS.length - 1), "stop-color": c }, grad));
-    svgEl("rect", { x: bx, y: box.t, width: bw, height: box.h, fill: "url(#icl-x-grad)", class: "icl-x-frame" }, svg2);
-    for (const [v, y] of [[hi, box.t + 4], [lo, box.t + box.h]]) {
-      const t = svgEl("text", { x: bx + bw + 4, y, class: "icl-x-small" }, svg2);
-      t.textContent = divergent ? "" : fmt(v);
+    svgEl("rect", { x: bx, y: box.t, width: bw, height: box.h, fill: "url(#icl-x-grad)", stroke: "currentColor" }, svg2);
+    const hiText = svgEl("text", { x: bx + bw + 4, y: box.t + 4, class: "icl-x-small" }, svg2);
+    const loText = svgEl("text", { x: bx + bw + 4, y: box.t + box.h, class: "icl-x-small" }, svg2);
+    const warn = svgEl("text", { x: box.l + box.w / 2, y: box.t + box.h / 2, "text-anchor": "middle", class: "icl-x-warning" }, svg2);
+    phase = { W, box, sx, sy, rects, ring, dot, inf, hiText, loText, warn };
+  }
+
+  function drawPhase() {
+    const W = Math.max(280, Math.round(fig2.clientWidth || 640));
+    if (!phase || phase.W !== W) buildPhase(W);
+    const { alpha, kappa, rho, ridge, tau } = state;
+    const gap = mapMode === "gap";
+    const values = new Float64Array(N * N);
+    let lo = Infinity, hi = -Infinity;
+    for (let j = 0; j < N; j++) for (let i = 0; i < N; i++) {
+      const a = GRID[j], k = GRID[i];
+      const v = gap ? gapOf(icl(a, tau, k, rho, 0), idg(a, tau, k, rho)) : icl(a, tau, k, rho, ridge);
+      values[j * N + i] = v;
+      if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     }
-    if (divergent) {
-      const t = svgEl("text", { x: box.l + box.w / 2, y: box.t + box.h / 2, "text-anchor": "middle", class: "icl-x-warning" }, svg2);
-      t.textContent = "ridgeless errors diverge at τ = 1";
+    const span = hi > lo ? hi - lo : 1;
+    const divergent = !(lo < Infinity);
+    for (let n = 0; n < N * N; n++) {
+      const v = values[n];
+      phase.rects[n].setAttribute("fill", Number.isFinite(v) ? viridis((v - lo) / span) : "#888888");
     }
+    // the slider's (kappa, alpha); kappa = infinity sits on the right edge
+    const { box, sx, sy } = phase;
+    const mx = kappa === Infinity ? box.l + box.w : sx(kappa), my = sy(alpha);
+    for (const c of [phase.ring, phase.dot]) { c.setAttribute("cx", mx); c.setAttribute("cy", my); }
+    phase.inf.setAttribute("x", mx - 10); phase.inf.setAttribute("y", my + 4);
+    phase.inf.setAttribute("text-anchor", "end");
+    phase.inf.textContent = kappa === Infinity ? "κ = ∞" : "";
+    phase.hiText.textContent = divergent ? "" : fmt(hi);
+    phase.loText.textContent = divergent ? "" : fmt(lo);
+    phase.warn.textContent = divergent ? "ridgeless errors diverge at τ = 1" : "";
     const what = gap ? "the task-generalisation gap e_ICL − e_IDG (ridgeless)" : `e_ICL at λ = ${fmt(ridge)}`;
     cap2.textContent = `Phase diagram: ${what} over task diversity κ and context length α at τ = ${fmt(tau)}, ρ = ${fmt(rho)}` +
       (teacherName === "linear" ? "" : `, teacher ${teacherLabel()}`) +
-      (divergent ? ": undefined at τ = 1 (move τ or choose e_ICL with λ > 0)." : `; colour from ${fmt(lo)} (dark) to ${fmt(hi)} (yellow).`) +
-      " The ring marks the sliders' (κ, α). A gap near 1 − κ for κ < 1 is memorisation of the K pretraining tasks; a gap near 0 is task generalisation.";
+      (divergent ? ": undefined at τ = 1 (move τ, or colour by e_ICL with λ > 0)." : `; colour from ${fmt(lo)} (dark) to ${fmt(hi)} (yellow).`) +
+      " The ring marks the sliders' (κ, α), on the right edge when κ = ∞. A gap near 1 − κ (κ < 1) is memorisation of the K pretraining tasks; a gap near 0 is task generalisation.";
   }
 
   function teacherLabel() {

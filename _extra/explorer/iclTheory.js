@@ -135,24 +135,32 @@
     return (x + 1) * (1 - 2 * nu * s - nu * nu * sp - ce * (s + eps * sp)) - 2 * (1 - nu * s) + 1 + rho;
   }
 
+  function checkIcl(alpha, tau, kappa, rho, ridge) {
+    check("alpha", alpha, true); check("tau", tau, true); check("kappa", kappa, true);
+    check("rho", rho, false); check("ridge", ridge, false);
+    if (!Number.isFinite(rho) || !Number.isFinite(ridge)) throw new RangeError("rho and ridge must be finite");
+  }
+
   /** Asymptotic in-context error e_ICL(alpha, tau, kappa, rho, ridge) on fresh tasks (icl_book.theory.icl_error).
    * kappa = Infinity: a fresh task for every pretraining prompt. Ridgeless tau = 1 returns Infinity. */
   function iclError(alpha, tau, kappa, rho, ridge) {
     if (kappa === undefined) kappa = Infinity;
     if (rho === undefined) rho = 0;
     if (ridge === undefined) ridge = 0;
-    check("alpha", alpha, true); check("tau", tau, true); check("kappa", kappa, true);
-    check("rho", rho, false); check("ridge", ridge, false);
-    if (!Number.isFinite(rho) || !Number.isFinite(ridge)) throw new RangeError("rho and ridge must be finite");
+    checkIcl(alpha, tau, kappa, rho, ridge);
     const invKappa = 1.0 / kappa;
     return ridge === 0 ? iclRidgeless(alpha, tau, invKappa, rho) : iclRidge(alpha, tau, invKappa, rho, ridge);
   }
 
   /** Asymptotic ridgeless in-distribution error e_IDG(alpha, tau, kappa, rho) (icl_book.theory.idg_error). */
-  function idgError(alpha, tau, kappa, rho) {
-    if (rho === undefined) rho = 0;
+  function checkIdg(alpha, tau, kappa, rho) {
     check("alpha", alpha, true); check("tau", tau, true); check("kappa", kappa, true); check("rho", rho, false);
     if (!Number.isFinite(rho)) throw new RangeError("rho must be finite");
+  }
+
+  function idgError(alpha, tau, kappa, rho) {
+    if (rho === undefined) rho = 0;
+    checkIdg(alpha, tau, kappa, rho);
     if (tau === 1) return Infinity;
     const ik = 1.0 / kappa, t = tau, r = rho;
     const x = (1.0 + r) / alpha;
@@ -178,7 +186,8 @@
   }
 
   function teacher(name) {
-    const t = teacherTable().find((row) => row.name === name);
+    const table = teacherTable();
+    const t = table.find((row) => row.name === name);
     if (!t) throw new RangeError("teacher must be one of " + teacherTable().map((r) => r.name).join(", ") + ", got " + name);
     return t;
   }
@@ -208,7 +217,7 @@
     if (kappa === undefined) kappa = Infinity;
     if (rho === undefined) rho = 0;
     if (ridge === undefined) ridge = 0;
-    iclError(alpha, tau, kappa, rho, ridge); // validates with the linear theory's messages
+    checkIcl(alpha, tau, kappa, rho, ridge); // the linear theory's messages
     const e = equivalentLinearTask(name, rho);
     return mapped((r, lam) => iclError(alpha, tau, kappa, r, lam), e.mu1, e.rhoEff, ridge);
   }
@@ -216,7 +225,7 @@
   /** Ridgeless e_IDG for the teacher `name`. */
   function nonlinearIdgError(name, alpha, tau, kappa, rho) {
     if (rho === undefined) rho = 0;
-    idgError(alpha, tau, kappa, rho);
+    checkIdg(alpha, tau, kappa, rho);
     const e = equivalentLinearTask(name, rho);
     return mapped((r) => idgError(alpha, tau, kappa, r), e.mu1, e.rhoEff, 0);
   }
