@@ -286,7 +286,7 @@
     const simText = sims.length ? ` Markers: the book's simulator at d = ${sims[0].dim} (${sims[0].points.length} values of τ).`
       : " No simulated points at these parameters (they exist for α = 1, ρ = 0.01 with κ = ∞ or κ = 1 at λ = 0, κ = ∞ at λ = 0.1, and the ReLU teacher at κ = ∞, λ = 0).";
     cap1.textContent = `Asymptotic errors against τ at α = ${fmt(alpha)}, κ = ${fmt(kappa)}, ρ = ${fmt(rho)}, λ = ${fmt(ridge)}` +
-      (teacherName === "linear" ? "" : `, teacher ${teacherLabel()}`) + ". Ridgeless curves are broken at τ = 1, where they diverge (dashed line); the vertical grey line is the τ slider." + simText;
+      (teacherName === "linear" ? "" : `, teacher ${teacherLabel()}`) + `. Ridgeless curves are broken at τ = 1, where they diverge (dashed line); the vertical grey line marks the τ slider (τ = ${fmt(tau)}).` + simText;
     root.dataset.markers = String(marks.length);
   }
 
