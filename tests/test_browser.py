@@ -76,7 +76,14 @@ def measure(site, page: str) -> dict:
             out["code"] = browser.code_scroll_check(desk)
             out["desktop_math"] = browser.clipped_math_check(desk)
             out["axe_light"] = browser.axe_check(desk)
-            desk.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+            # Switch to dark mode and let the theme's colour transitions finish before measuring
+            # contrast (a run mid-transition saw half-faded text).
+            desk.page.evaluate(
+                "() => { document.documentElement.dataset.theme = 'dark';"
+                " return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() =>"
+                " Promise.all(document.getAnimations().map(a => a.finished)).then(() => r(null))))); }"
+            )
+            desk.page.wait_for_timeout(400)
             out["theme"] = browser.theme_of(desk)
             out["axe_dark"] = browser.axe_check(desk)
         _cache[page] = out
