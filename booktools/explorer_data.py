@@ -253,6 +253,11 @@ def figure(root: Path, data: dict) -> None:
                     fmt=MARKERS[k], color=colour, ms=4, capsize=2, lw=0)  # fmt: skip
     ax.set(xscale="log", yscale="log", ylim=(0.3, 6), xlabel=r"pretraining data $\tau = n/d^2$",
            ylabel=r"$e_{\mathrm{ICL}}$ (fresh tasks)", title=r"$\alpha = 1$, $\rho = 0.01$")  # fmt: skip
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.3, 0.5, 1, 2, 4])
     ax.legend(fontsize=9, loc="upper right")
     # Phase diagram: the task-generalisation gap e_ICL − e_IDG over (κ, α) at τ = 4.
     kap = np.geomspace(0.1, 100, 121)

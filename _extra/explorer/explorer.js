@@ -248,7 +248,8 @@
     let lo = Infinity, hi = 0;
     for (const s of series) for (const piece of s.pieces) for (const [t, v] of piece) {
       lo = Math.min(lo, v);
-      if (!ridgeless ? true : (t < 0.6 || t > 1.8)) hi = Math.max(hi, v);
+      // a ridgeless curve (two pieces) diverges at tau = 1: its values near there leave the frame
+      if (s.pieces.length === 1 || t < 0.6 || t > 1.8) hi = Math.max(hi, v);
     }
     for (const m of marks) { lo = Math.min(lo, m.v - m.se); hi = Math.max(hi, m.v + m.se); }
     if (!(lo < Infinity)) { lo = 0.1; hi = 10; }
