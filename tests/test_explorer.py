@@ -111,13 +111,15 @@ def test_the_page_loads_the_explorer_and_no_other_page_does():
         assert (HTML / "explorer" / script).exists()
     # jupyter-book injects every .js/.css under _static into every page: the explorer is not there.
     assert not list((ROOT / "_static").rglob("*xplorer*"))
+    # The PDF's static view stays out of the web page (a mis-nested fence would print it as code).
+    assert "Static view of the explorer" not in page and "<pre" not in page
     for other in ("chapters/intro.html", "chapters/03_asymptotic_theory.html"):
         assert "iclTheory" not in (HTML / other).read_text()
 
 
 def test_the_pdf_gets_the_static_figure():
     source = (ROOT / "chapters" / "explorer.md").read_text()
-    latex = source[source.index("```{only} latex") :]
+    latex = source[source.index("````{only} latex") :]
     assert "{figure} /_extra/explorer/explorer-static.png" in latex
     assert (ROOT / explorer_data.FIGURE).stat().st_size > 10_000
 
