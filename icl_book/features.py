@@ -29,7 +29,7 @@ from math import comb, factorial, sqrt
 
 import numpy as np
 
-from ._validate import kernel_inputs, positive_int
+from ._validate import integer, kernel_inputs, nonnegative_int, positive_int
 
 __all__ = [
     "FEATURE_KINDS",
@@ -90,7 +90,7 @@ def recurrence_coefficient(kind: str, k: int) -> float:
     """
     if kind not in ORTHONORMAL_KINDS:
         raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
-    k = positive_int("k", k, minimum=0)
+    k = nonnegative_int("k", k)
     if k == 0:
         return 0.0
     return sqrt(k) if kind == "hermite" else k / sqrt(4 * k * k - 1)
@@ -131,7 +131,7 @@ def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> n
 def _check_index_tuples(index_tuples, dim: int) -> tuple[tuple[int, ...], ...]:
     out = []
     for t in index_tuples:
-        t = tuple(int(i) for i in t)
+        t = tuple(integer("index tuples' coordinates", i, minimum=0, maximum=dim - 1) for i in t)
         if len(t) < 1 or any(i < 0 or i >= dim for i in t) or list(t) != sorted(t):
             raise ValueError(
                 f"index tuples must be non-empty sorted tuples of coordinates in [0, {dim}), got {t}"

@@ -39,13 +39,22 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, positive_float, positive_int
-from ..features import FEATURE_KINDS, FeatureBlock, feature_index_tuples, recurrence_coefficient
+from .._validate import check_prompt_shapes, choice, positive_float, positive_int, size_limit
+from ..features import (
+    FEATURE_KINDS,
+    FeatureBlock,
+    feature_index_tuples,
+    n_features,
+    recurrence_coefficient,
+)
 from .glu import (
     GLULSABlockWeights,
     TransformerBlock,
     glu_embed_prompts,
 )
+
+#: Largest feature space (number of features) that :func:`bcd_schedule` plans.
+MAX_PLAN_FEATURES = 5000
 
 __all__ = [
     "DeepBCDWeights",
@@ -120,8 +129,15 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
     n_scratch = positive_int("n_scratch", n_scratch)
-    if kind not in FEATURE_KINDS:
-        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    kind = choice("kind", kind, FEATURE_KINDS)
+    # The plan is built by list scans over all features: refuse, before enumerating, a feature
+    # space whose plan would take minutes.
+    size_limit(
+        f"the degree-{degree} feature space in d = {dim}",
+        n_features(dim, degree),
+        limit=MAX_PLAN_FEATURES,
+        what="features",
+    )
     order = feature_index_tuples(dim, degree)
     rank = {t: i for i, t in enumerate(order)}
     unassigned = list(order)
@@ -154,14 +170,21 @@ def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
     """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4)."""
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
-    s = 1
-    while True:
+    kind = choice("kind", kind, FEATURE_KINDS)
+    size_limit(
+        f"the degree-{degree} feature space in d = {dim}",
+        n_features(dim, degree),
+        limit=MAX_PLAN_FEATURES,
+        what="features",
+    )
+    # A scratch with a slot for every feature holds any feature with all it needs: the search ends.
+    for s in range(1, n_features(dim, degree) + 1):
         try:
             bcd_schedule(dim, degree, s, kind=kind)
         except ValueError:
-            s += 1
             continue
         return dim + 2 + s
+    raise AssertionError("no plan even with a slot for every feature")  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------------------------------

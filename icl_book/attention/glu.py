@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, finite_float, positive_int
+from .._validate import check_prompt_shapes, finite_float, nonnegative_int, positive_int
 
 __all__ = [
     "GLULSABlockWeights",
@@ -115,7 +115,7 @@ def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> dict
     ``const`` is an empty slice when ``constant`` is ``False``.
     """
     dim = positive_int("dim", dim)
-    n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
+    n_scratch = nonnegative_int("n_scratch", n_scratch)
     c = 1 if constant else 0
     return {
         "x": slice(0, dim),
@@ -398,8 +398,8 @@ class TransformerBlock(nn.Module):
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
-        self.n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
-        hidden_dim = positive_int("hidden_dim", hidden_dim, minimum=0)
+        self.n_scratch = nonnegative_int("n_scratch", n_scratch)
+        hidden_dim = nonnegative_int("hidden_dim", hidden_dim)
         self.constant = bool(constant)
         self.embed_dim = glu_token_layout(self.dim, self.n_scratch, constant=self.constant)["D"]
         scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
