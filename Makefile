@@ -11,11 +11,12 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test execute html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test test-fast execute html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
 	@echo "make test        the whole test suite, as CI runs it"
+	@echo "make test-fast   lint, build and the fast tests (no slow, browser or nbval): under 90 s"
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
 	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
@@ -70,6 +71,13 @@ pairs: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests
+
+# The quick loop while editing the package: lint, the build, and every test not marked slow or
+# browser (no nbval, no notebook execution). Under 90 s on 2 cores.
+test-fast: $(STAMP)
+	$(BIN)/ruff check icl_book tests benchmarks
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going -q
+	$(BIN)/pytest -p no:cacheprovider -q -m "not slow and not browser" tests
 
 nbval: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb

@@ -191,3 +191,47 @@ def test_tiny_kappa_is_exact_or_refused(kappa):
         assert "kappa must be >=" in str(err)
     else:
         assert np.isfinite(value)
+
+
+# --- torch modules: explicit generators, device and dtype ------------------------------------------
+def test_torch_modules_never_draw_from_the_global_rng():
+    import torch
+
+    from icl_book.attention import GLUFeedForward, LinearSelfAttention, TransformerBlock
+
+    for build in (
+        lambda g: LinearSelfAttention(3, generator=g),
+        lambda g: GLUFeedForward(6, 4, generator=g),
+        lambda g: TransformerBlock(3, 2, 4, generator=g),
+        lambda g: deep.DeepTransformer(3, 8, 2, generator=g),
+    ):
+        with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+            build(None)
+        torch.manual_seed(0)
+        a = build(torch.Generator().manual_seed(5))
+        torch.manual_seed(1)
+        b = build(torch.Generator().manual_seed(5))
+        for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+            assert torch.equal(pa, pb)
+
+
+def test_torch_modules_take_device_and_dtype():
+    import torch
+
+    from icl_book.attention import LinearSelfAttention
+
+    model = LinearSelfAttention(
+        3, generator=torch.Generator().manual_seed(0), device="cpu", dtype=torch.float32
+    )
+    assert model.W_KQ.dtype == torch.float32 and model.W_KQ.device.type == "cpu"
+    with pytest.raises(TypeError, match="dtype must be a floating"):
+        LinearSelfAttention(3, generator=torch.Generator(), dtype=torch.int64)
+    with pytest.raises(TypeError, match="device"):
+        LinearSelfAttention(3, generator=torch.Generator(), device=3.5)
+
+
+def test_learned_bcd_holds_its_frozen_writers_as_modules():
+    model = deep.LearnedBCD(2, 2, 5, 3, kind="legendre")
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all(n.startswith("gammas") for n in trainable)
+    assert all(not p.requires_grad for p in model.writers.parameters())

@@ -48,6 +48,7 @@ from ..features import (
     recurrence_coefficient,
 )
 from .glu import (
+    GLUFeedForward,
     GLULSABlockWeights,
     TransformerBlock,
     glu_embed_prompts,
@@ -531,7 +532,9 @@ class DeepTransformer(nn.Module):
     ):
         """The exact construction as a torch stack (each block keeps its own hidden width)."""
         weights = _check_deep_weights(weights)
-        model = cls(weights.dim, weights.width, 1, dtype=dtype, device=device)
+        model = cls.__new__(cls)
+        nn.Module.__init__(model)
+        model.dim, model.width = weights.dim, weights.width
         model.blocks = nn.ModuleList(
             TransformerBlock.from_weights(layer, dtype=dtype, device=device)
             for layer in weights.layers
@@ -597,12 +600,14 @@ class LearnedBCD(nn.Module):
         self.construction = deep_bcd_weights(dim, degree, width, eta0, 1, kind=kind)
         self.dim, self.width = self.construction.dim, self.construction.width
         n_writers = min(self.depth, len(self.construction.layers))
-        for b in range(n_writers):
-            w = self.construction.layers[b]
-            for name, arr in (("w1", w.w1), ("w2", w.w2), ("w3", w.w3)):
-                self.register_buffer(
-                    f"{name}_{b}", torch.as_tensor(arr, dtype=dtype, device=device)
-                )
+        # The construction's feature writers, frozen: GLU layers whose weights are not trained.
+        self.writers = nn.ModuleList()
+        for w in self.construction.layers[:n_writers]:
+            glu = GLUFeedForward(
+                w.w1.shape[1], w.w1.shape[0], init_scale=0.0, dtype=dtype, device=device
+            )
+            glu.load_numpy(w.w1, w.w2, w.w3).requires_grad_(False)
+            self.writers.append(glu)
         self.n_writers = n_writers
         self.n_features = [len(self.construction.schedule[b][0]) for b in range(n_writers)]
         self.gammas = nn.ParameterList(
@@ -616,7 +621,7 @@ class LearnedBCD(nn.Module):
         """The features each writer layer puts in the scratch: ``(B, N+1, m_b)`` per layer of one cycle."""
         s0 = self.dim + 1
         out = []
-        ref = self.w1_0
+        ref = self.writers[0].w1
         xs, ys, x_query = (
             torch.as_tensor(a, dtype=ref.dtype, device=ref.device) for a in (xs, ys, x_query)
         )
@@ -644,9 +649,8 @@ class LearnedBCD(nn.Module):
                 ],
                 dim=-1,
             )  # [x; 1; scratch; y = 0]: the GLUs never read y
-            for b in range(self.n_writers):
-                w1, w2, w3 = (getattr(self, f"{n}_{b}") for n in ("w1", "w2", "w3"))
-                z = z + ((z @ w1.T) * (z @ w2.T)) @ w3.T
+            for b, glu in enumerate(self.writers):
+                z = glu(z)
                 out.append(z[..., s0 : s0 + self.n_features[b]].clone())
         return out
 

@@ -33,7 +33,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, finite_float, nonnegative_int, positive_int
+from .._validate import (
+    check_prompt_shapes,
+    finite_float,
+    flag,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+)
+from ._params import check_generator, initial_parameter
 
 __all__ = [
     "GLULSABlockWeights",
@@ -269,9 +277,7 @@ def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.nd
 # ---------------------------------------------------------------------------------------------------
 
 
-def _param(shape, scale, generator, dtype, device):
-    w = torch.randn(*shape, generator=generator, dtype=dtype) * scale
-    return nn.Parameter(w.to(device) if device is not None else w)
+_param = initial_parameter
 
 
 class GLUFeedForward(nn.Module):
@@ -311,9 +317,12 @@ class GLUFeedForward(nn.Module):
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.hidden_dim = positive_int("hidden_dim", hidden_dim)
-        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        scale = (
+            1 / np.sqrt(self.embed_dim)
+            if init_scale is None
+            else nonnegative_float("init_scale", init_scale)
+        )
+        check_generator(generator, scale)
         self.w1 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
         self.w2 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
         self.w3 = _param((self.embed_dim, self.hidden_dim), scale, generator, dtype, device)
@@ -400,11 +409,14 @@ class TransformerBlock(nn.Module):
         self.dim = positive_int("dim", dim)
         self.n_scratch = nonnegative_int("n_scratch", n_scratch)
         hidden_dim = nonnegative_int("hidden_dim", hidden_dim)
-        self.constant = bool(constant)
+        self.constant = flag("constant", constant)
         self.embed_dim = glu_token_layout(self.dim, self.n_scratch, constant=self.constant)["D"]
-        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        scale = (
+            1 / np.sqrt(self.embed_dim)
+            if init_scale is None
+            else nonnegative_float("init_scale", init_scale)
+        )
+        check_generator(generator, scale)
         self.glu = (
             GLUFeedForward(
                 self.embed_dim,
@@ -475,7 +487,13 @@ class TransformerBlock(nn.Module):
         w = _check_weights(weights)
         n_scratch = w.w_kq.shape[0] - w.dim - int(w.constant) - 1
         block = cls(
-            w.dim, n_scratch, w.w1.shape[0], constant=w.constant, dtype=dtype, device=device
+            w.dim,
+            n_scratch,
+            w.w1.shape[0],
+            constant=w.constant,
+            init_scale=0.0,
+            dtype=dtype,
+            device=device,
         )
         block.glu.load_numpy(w.w1, w.w2, w.w3)
         with torch.no_grad():

@@ -34,10 +34,10 @@ import torch
 from .._validate import (
     check_prompt_shapes,
     finite_float,
-    positive_float,
     positive_int,
     square_matrix,
 )
+from ._params import initial_parameter
 
 __all__ = [
     "token_matrix",
@@ -174,11 +174,13 @@ class LinearSelfAttention(torch.nn.Module):
     dim
         Input dimension ``d >= 1``.
     init_scale
-        Standard deviation of the i.i.d. Gaussian initial entries (``> 0``; the all-zero point is a saddle).
+        Standard deviation of the i.i.d. Gaussian initial entries (``>= 0``; 0 gives the all-zero
+        weights, a saddle of the training loss, and needs no generator).
     generator
-        ``torch.Generator`` for the initial weights (pass a seeded one for reproducible runs).
-    dtype
-        Parameter dtype (float64 by default).
+        Seeded ``torch.Generator`` for the initial weights: required when ``init_scale > 0`` (the
+        package never draws from torch's global random state).
+    dtype, device
+        Of the parameters (float64 on the CPU by default).
 
     Examples
     --------
@@ -194,22 +196,18 @@ class LinearSelfAttention(torch.nn.Module):
         init_scale: float = 0.1,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float64,
+        device=None,
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
-        init_scale = positive_float("init_scale", init_scale)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(
-                f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-            )
         shape = (self.dim + 1, self.dim + 1)
-        w_kq = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
-        w_pv = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
-        self.W_KQ = torch.nn.Parameter(w_kq)
-        self.W_PV = torch.nn.Parameter(w_pv)
+        self.W_KQ = initial_parameter(shape, init_scale, generator, dtype, device)
+        self.W_PV = initial_parameter(shape, init_scale, generator, dtype, device)
 
     @classmethod
-    def from_weights(cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64) -> LinearSelfAttention:
+    def from_weights(
+        cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64, device=None
+    ) -> LinearSelfAttention:
         """Build a layer holding the given NumPy ``(d+1, d+1)`` weights (e.g. :func:`gd_lsa_weights`)."""
         W_KQ = np.asarray(W_KQ, dtype=np.float64)
         if W_KQ.ndim != 2 or W_KQ.shape[0] != W_KQ.shape[1] or W_KQ.shape[0] < 2:
@@ -218,7 +216,7 @@ class LinearSelfAttention(torch.nn.Module):
             )
         dim = W_KQ.shape[0] - 1
         W_KQ, W_PV = _weights(W_KQ, W_PV, dim)
-        model = cls(dim, dtype=dtype)
+        model = cls(dim, init_scale=0.0, dtype=dtype, device=device)
         with torch.no_grad():
             model.W_KQ.copy_(torch.as_tensor(W_KQ, dtype=dtype))
             model.W_PV.copy_(torch.as_tensor(W_PV, dtype=dtype))
