@@ -30,7 +30,7 @@ __all__ = [
     "best_one_step_eta",
     "optimal_preconditioner",
     "optimal_preconditioned_risk",
-    *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel", "n_polynomial_features"],
+    *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel"],
     *["one_step_kernel_gd_predict", "kernel_ridge_predict", "best_linear_risk_quadratic"],
     "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
@@ -223,18 +223,6 @@ def hermite_quadratic_kernel(*, constant: bool = True):
         return float(constant) + g + 0.5 * g**2 - 0.5 * n2 - 0.5 * np2 + 0.5 * x.shape[-1]
 
     return kernel
-
-
-def n_polynomial_features(dim: int, degree: int, *, constant: bool = False) -> int:
-    """Number of monomials of degree ``1..p`` in ``d`` variables: ``C(d+p, p) − 1`` (``+ 1`` with ``constant``).
-
-    This is the feature count a degree-``p`` polynomial kernel needs (``SCIENCE.md`` §5).
-    """
-    from math import comb
-
-    dim = positive_int("dim", dim)
-    degree = positive_int("degree", degree)
-    return comb(dim + degree, degree) - 1 + int(bool(constant))
 
 
 def _check_kernel(kernel):

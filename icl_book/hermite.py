@@ -56,6 +56,7 @@ import numpy as np
 from scipy.special import erf as _erf
 
 from ._validate import as_array, flag, integer, nonnegative_float, positive_float
+from .features import orthonormal_table
 
 __all__ = [
     "Link",
@@ -165,12 +166,7 @@ def hermite_he(k: int, z):
     """
     k = _degree("k", k, normalized=False)
     z = as_array("z", z, None)
-    prev, cur = np.ones_like(z), z.copy()
-    if k == 0:
-        return prev
-    for j in range(1, k):
-        prev, cur = cur, z * cur - j * prev
-    return cur
+    return _table(k, z, np.ones_like(z), normalized=False)[k]
 
 
 def hermite_normalized(k: int, z):
@@ -209,18 +205,19 @@ def hermite_table(max_degree: int, z, *, normalized: bool = False):
 def _table(max_degree: int, z: np.ndarray, start: np.ndarray, normalized: bool) -> np.ndarray:
     """The recurrence started from ``h_0 = start``: rows are ``start · He_k`` (or ``start · h_k``).
 
-    The recurrence is linear, so starting from ``√(weight)`` gives the weighted Hermite *functions*
-    ``h_k(z) √w(z)``, which stay bounded where ``h_k`` overflows and ``w`` underflows (``k ≳ 300``).
+    The orthonormal rows come from :func:`icl_book.features.orthonormal_table` (the one
+    implementation of the recurrence); starting from ``√(weight)`` gives the weighted Hermite
+    *functions* ``h_k(z) √w(z)``, which stay bounded where ``h_k`` overflows and ``w`` underflows
+    (``k ≳ 300``). The raw rows use ``He_{k+1} = z He_k − k He_{k−1}``.
     """
+    if normalized:
+        return orthonormal_table("hermite", max_degree, z, start)
     out = np.empty((max_degree + 1, *z.shape))
     out[0] = start
     if max_degree >= 1:
         out[1] = z * start
     for j in range(1, max_degree):
-        if normalized:
-            out[j + 1] = (z * out[j] - math.sqrt(j) * out[j - 1]) / math.sqrt(j + 1)
-        else:
-            out[j + 1] = z * out[j] - j * out[j - 1]
+        out[j + 1] = z * out[j] - j * out[j - 1]
     return out
 
 

@@ -52,7 +52,9 @@ from .glu import (
     GLULSABlockWeights,
     TransformerBlock,
     glu_embed_prompts,
+    glu_update,
 )
+from .lsa import lsa_update
 
 #: Largest feature space (number of features) that :func:`bcd_schedule` plans.
 MAX_PLAN_FEATURES = 5000
@@ -415,7 +417,6 @@ def deep_forward(tokens, layers) -> np.ndarray:
     z = np.asarray(tokens, dtype=np.float64)
     if z.ndim != 3 or z.shape[2] < 2:
         raise ValueError(f"tokens must have shape (B, D, N+1) with N >= 1, got {z.shape}")
-    n = z.shape[2] - 1
     for i, layer in enumerate(layers):
         if not isinstance(layer, GLULSABlockWeights):
             raise TypeError(f"layers[{i}] must be a GLULSABlockWeights, got {type(layer).__name__}")
@@ -423,11 +424,7 @@ def deep_forward(tokens, layers) -> np.ndarray:
             raise ValueError(
                 f"layers[{i}] has width {layer.w_kq.shape[0]}, tokens have D = {z.shape[1]}"
             )
-        # Same algebra as chapter 5's glu_lsa_block_forward, with the products ordered for speed.
-        z = z + layer.w3 @ ((layer.w1 @ z) * (layer.w2 @ z))
-        ctx = z[:, :, :n]
-        cov = ctx @ np.swapaxes(ctx, 1, 2) / n  # (1/N) Z M Zᵀ, (B, D, D)
-        z = z + (layer.w_pv @ cov @ layer.w_kq) @ z
+        z = lsa_update(glu_update(z, layer.w1, layer.w2, layer.w3), layer.w_kq, layer.w_pv)
     return z
 
 
