@@ -11,28 +11,46 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-fast execute html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
 	@echo "make test        the whole test suite, as CI runs it"
 	@echo "make test-fast   lint, build and the fast tests (no slow, browser or nbval): under 90 s"
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
+	@echo "make editions    regenerate the Colab/Jupyter editions notebooks/NN_*.ipynb from the executed chapters"
 	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
+	@echo "make explorer-data  regenerate the theory explorer's teacher table, simulated points and figure"
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
+	@echo "make lock        regenerate the lock requirements.txt from requirements.in"
 	@echo "make pdf         the PDF edition (needs: $(TEX_PACKAGES))"
 
 # --- setup: idempotent; reinstalls only when requirements.txt or pyproject.toml change -----------------
+# requirements.txt is the lock (every package, exact versions, hashes), generated from requirements.in
+# by `make lock`; pip checks every hash.
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' || \
 	  { echo "error: Python >= 3.10 is needed, found $$($(PYTHON) --version 2>&1); run 'make PYTHON=python3.11 ...'"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
+# Regenerate the lock from requirements.in (pip-tools in its own venv). It keeps the pins already in
+# requirements.txt; `make lock LOCK_FLAGS=--upgrade` (or --upgrade-package NAME) moves them. The local
+# CPU wheel of torch is named 2.13.0+cpu, which no registry serves: the pin is written without it.
+LOCK_TOOLS := $(VENV)/piptools
+LOCK_FLAGS ?=
+lock:
+	@test -x $(LOCK_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
+	  $(LOCK_TOOLS)/bin/pip install --quiet --disable-pip-version-check pip-tools==7.7.0; }
+	$(LOCK_TOOLS)/bin/pip-compile --quiet --allow-unsafe --generate-hashes --strip-extras \
+	  --no-emit-index-url --no-emit-find-links $(LOCK_FLAGS) --output-file=requirements.txt requirements.in
+	sed -i 's/^torch==\([^ +]*\)+cpu /torch==\1 /' requirements.txt
+
 # --- the book -----------------------------------------------------------------------------------------
+# Publishes _build/latex/icl-book.pdf with the site when `make pdf` has built it (see pdf below).
 html: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
@@ -43,6 +61,18 @@ execute: $(STAMP)
 	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
 	$(BIN)/python -m icl_book.notebooks figure-index
 	$(BIN)/python -m icl_book.assignments table --write chapters/instructors.md
+	$(MAKE) --no-print-directory editions
+
+# The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
+# from the book's Sphinx environment (_build, or a temporary read of the book when that is stale).
+editions: $(STAMP)
+	$(BIN)/python -m booktools.editions build
+
+# The theory explorer's data (chapters/explorer.md): teacher table from icl_book.hermite, simulated points,
+# the PDF's static figure (_extra/explorer/; a few minutes). tests/test_explorer.py fails when it is stale.
+.PHONY: explorer-data
+explorer-data: $(STAMP)
+	$(BIN)/python -m booktools.explorer_data
 
 assignments: $(STAMP)
 	$(BIN)/python -m icl_book.assignments build --out _build/assignments
@@ -54,8 +84,8 @@ benchmarks: $(STAMP)
 # Chapters are linted in their executed .ipynb (ruff reads notebooks and understands %pip); the pair
 # check keeps those inputs equal to the .md sources. chapters/ruff.toml sets their width to 88.
 lint: $(STAMP)
-	$(BIN)/ruff check icl_book tests benchmarks chapters
-	$(BIN)/ruff format --check icl_book tests benchmarks chapters
+	$(BIN)/ruff check icl_book booktools tests benchmarks chapters
+	$(BIN)/ruff format --check icl_book booktools tests benchmarks chapters
 
 # Format chapter code: .md -> .ipynb inputs, ruff on the notebook, then back into the .md.
 format-chapters: $(STAMP)
@@ -87,13 +117,23 @@ nbval-1thread: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 	  $(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
 
-# Debian's chromium for the browser check; installed when missing and we are root (as in CI).
-browser:
+# The browser check: Debian's chromium (installed when missing and we are root, as in CI), driven by
+# playwright from the lock (never `playwright install`), and axe-core from npm (package-lock.json).
+browser: node_modules/.package-lock.json
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian's chromium for the browser check ..."; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: chromium is missing; the browser test will fail: run 'sudo apt-get install chromium'"; fi; }
+
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing npm for axe-core ..."; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	  else echo "error: npm is missing (axe-core for the browser test): run 'sudo apt-get install npm'"; exit 1; fi; }
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
 
 test: $(STAMP) browser
 	@echo "== 1/6 lint (ruff)";               $(MAKE) --no-print-directory lint
@@ -104,10 +144,14 @@ test: $(STAMP) browser
 	@echo "== 6/6 nbval (1 thread)";           $(MAKE) --no-print-directory nbval-1thread
 	@echo "make test: all checks passed"
 
+# The PDF edition: xelatex into _build/latex/icl-book.pdf, then the HTML again, which publishes it as
+# _build/html/icl-book.pdf and links it from the introduction and every page's download menu
+# (icl_book/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
-	$(BIN)/jupyter-book build . --builder pdflatex
+	$(BIN)/jupyter-book build . --all --builder pdflatex
 	@echo "PDF: $(CURDIR)/_build/latex/icl-book.pdf"
+	@$(MAKE) --no-print-directory html
 
 clean:
 	rm -rf _build

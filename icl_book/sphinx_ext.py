@@ -8,13 +8,40 @@
   numbered from there on, starting at 1) and before ``icl_latex_backmatter`` (unnumbered again); both are
   document names set in ``_config.yml``, whose LaTeX preamble defines the two switches (``book`` class:
   ``\\@mainmatter`` decides whether a ``\\chapter`` is numbered). Raw LaTeX is ignored by the HTML writer.
+- The whole-book PDF on the site. ``make pdf`` builds ``_build/latex/icl-book.pdf``; when that file exists
+  at the time of an HTML build, the build copies it to ``_build/html/icl-book.pdf``, the download menu of
+  every page links to it (instead of the theme's ``window.print()`` entry) and the ``{book-pdf}`` role
+  (used in the introduction) becomes a link. Without the PDF there is no link at all: the role renders its
+  text with a note and the menu keeps the theme's entry, so no link is ever dead.
+- Bibliography labels in the in-text style: the style ``icl_author_year`` labels the reference list
+  ``[Lu et al., 2025]``, exactly as the author–year citations in the text read (both are rendered by the
+  same template), sorted by that label. A work with no recorded authors is cited by its short title (the
+  entry's ``shorttitle``, else the first five words of its title) and year, in the text and in the list.
+- ∎ at the end of every proof (sphinx-proof ``prf:proof``), in the web book and in the PDF.
 """
 
 from __future__ import annotations
 
+import functools
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pybtex.plugin
 from docutils import nodes
+from pybtex.richtext import Text
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting import BaseSortingStyle
+from pybtex.style.template import first_of, optional, tag
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+QED = "∎"
+BOOK_PDF_CLASS = "icl-book-pdf"
 
 
+# --- duplicate scripts ------------------------------------------------------------------------------
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts = context.get("script_files")
     if not scripts:
@@ -32,6 +59,7 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+# --- PDF front, main and back matter ----------------------------------------------------------------
 def _latex_matter_switch(app, doctree):
     switches = {
         app.config.icl_latex_mainmatter: r"\iclnumberedchapters",
@@ -42,6 +70,185 @@ def _latex_matter_switch(app, doctree):
         doctree.insert(0, nodes.raw("", command + "\n", format="latex"))
 
 
+# --- the whole-book PDF -----------------------------------------------------------------------------
+def book_pdf(app) -> Path | None:
+    """The book's PDF made by ``make pdf`` (``<outdir>/../latex/<icl_book_pdf>``) if this is an HTML
+    build and the file exists, else ``None``."""
+    if app.builder.format != "html":
+        return None
+    pdf = Path(app.outdir).parent / "latex" / app.config.icl_book_pdf
+    return pdf if pdf.is_file() else None
+
+
+def _book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-pdf}`text```: a link to the whole-book PDF (resolved per builder by _BookPdfLinks)."""
+    node = nodes.reference(rawtext, text, refuri="", classes=[BOOK_PDF_CLASS])
+    return [node], []
+
+
+class _BookPdfLinks(SphinxPostTransform):
+    """Point ``{book-pdf}`` links at the published PDF, or turn them into text when there is none."""
+
+    default_priority = 5
+
+    def run(self, **kwargs):
+        pdf = book_pdf(self.app)
+        for node in list(self.document.findall(nodes.reference)):
+            if BOOK_PDF_CLASS not in node["classes"]:
+                continue
+            if pdf is not None:
+                depth = self.env.docname.count("/")
+                node["refuri"] = "../" * depth + pdf.name
+            else:  # plain text (an inline: replace_self keeps the node's classes)
+                html = self.app.builder.format == "html"
+                note = " (not in this build: run make pdf)" if html else ""
+                node.replace_self(nodes.inline("", node.astext() + note))
+
+
+def _download_menu_pdf(app, pagename, templatename, context, doctree):
+    pdf = book_pdf(app)
+    if pdf is None:
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "download-buttons":
+            continue
+        buttons = [b for b in group["buttons"] if b.get("label") != "download-pdf-button"]
+        buttons.append(
+            {
+                "type": "link",
+                "url": context["pathto"](pdf.name, 1),
+                "text": "book .pdf",
+                "tooltip": "The whole book as a PDF",
+                "icon": "fas fa-file-pdf",
+                "label": "download-book-pdf-button",
+            }
+        )
+        group["buttons"] = buttons
+
+
+def _publish_pdf(app, exception):
+    pdf = book_pdf(app)
+    if exception is None and pdf is not None:
+        shutil.copy2(pdf, Path(app.outdir) / pdf.name)
+
+
+# --- bibliography: author-year labels ---------------------------------------------------------------
+def short_title(entry) -> str:
+    """The entry's ``shorttitle``, else the first five words of its title (with "…" if cut)."""
+    if "shorttitle" in entry.fields:
+        return Text.from_latex(entry.fields["shorttitle"]).render_as("text")
+    words = Text.from_latex(entry.fields.get("title", "")).render_as("text").split()
+    return " ".join(words[:5]) + ("…" if len(words) > 5 else "")
+
+
+def _short_title_node():
+    from sphinxcontrib.bibtex.style.template import node
+
+    @node
+    def short_title_text(children, data):
+        assert not children
+        return Text(short_title(data["entry"]))
+
+    return short_title_text
+
+
+@functools.cache
+def _reference_styles():
+    """The referencing style (in-text) and its person style, built on sphinxcontrib-bibtex's author-year."""
+    from sphinxcontrib.bibtex.style.referencing import PersonStyle
+    from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+    from sphinxcontrib.bibtex.style.template import names
+
+    short_title_text = _short_title_node()
+
+    @dataclass
+    class ShortTitlePersonStyle(PersonStyle):
+        """Authors as sphinxcontrib-bibtex writes them; no authors or editors: the short title."""
+
+        def author_or_editor_or_title(self, full: bool):
+            other = None if full else self.other
+            kwargs = dict(sep=self.sep, sep2=self.sep2, last_sep=self.last_sep, other=other)
+            return first_of[
+                optional[names("author", **kwargs)],
+                optional[names("editor", **kwargs)],
+                tag("em")[short_title_text],
+            ]
+
+    @dataclass
+    class IclAuthorYearReferenceStyle(AuthorYearReferenceStyle):
+        person: PersonStyle = field(default_factory=ShortTitlePersonStyle)
+
+    return IclAuthorYearReferenceStyle
+
+
+def author_year_label(entry, reference_style=None) -> str:
+    """The entry's in-text author–year reference as plain text, e.g. ``Lu et al., 2025``."""
+    from sphinxcontrib.bibtex.style.template import join, year
+
+    style = reference_style or _reference_styles()()
+    template = join(sep=style.author_year_sep)[
+        style.person.author_or_editor_or_title(full=False), year
+    ]
+    return template.format_data({"entry": entry, "style": style}).render_as("text")
+
+
+class AuthorYearLabelStyle(BaseLabelStyle):
+    """Labels as the in-text citations read; equal labels get a, b, … (``Lu et al., 2025a``)."""
+
+    def format_labels(self, sorted_entries):
+        style = _reference_styles()()
+        labels = [author_year_label(entry, style) for entry in sorted_entries]
+        counts, seen = Counter(labels), Counter()
+        for label in labels:
+            if counts[label] > 1:
+                seen[label] += 1
+                yield label + "abcdefghijklmnopqrstuvwxyz"[seen[label] - 1]
+            else:
+                yield label
+
+
+class AuthorYearSortingStyle(BaseSortingStyle):
+    """Sorted by the label's text (first author's surname or short title), then year and title."""
+
+    def sorting_key(self, entry):
+        style = _reference_styles()()
+        label = author_year_label(entry, style).lower().removeprefix("von ")
+        return (label, entry.fields.get("year", ""), entry.fields.get("title", "").lower())
+
+
+class AuthorYearStyle(UnsrtStyle):
+    """pybtex's unsrt entries with author–year labels, sorted by label."""
+
+    default_label_style = "icl_author_year"
+    default_sorting_style = "icl_author_year"
+
+
+def _register_bibliography_styles():
+    from sphinxcontrib.bibtex.plugin import register_plugin
+
+    pybtex.plugin.register_plugin("pybtex.style.labels", "icl_author_year", AuthorYearLabelStyle)
+    pybtex.plugin.register_plugin("pybtex.style.sorting", "icl_author_year", AuthorYearSortingStyle)
+    pybtex.plugin.register_plugin("pybtex.style.formatting", "icl_author_year", AuthorYearStyle)
+    register_plugin(
+        "sphinxcontrib.bibtex.style.referencing", "icl_author_year", _reference_styles()
+    )
+
+
+# --- ∎ at the end of proofs -------------------------------------------------------------------------
+def _qed_marks(app, doctree):
+    from sphinx_proof.nodes import proof_node
+
+    for proof in doctree.findall(proof_node):
+        body = proof[0] if len(proof) and isinstance(proof[0], nodes.Element) else proof
+        mark = nodes.inline("", QED, classes=["icl-qed"])
+        last = body[-1] if len(body) else None
+        if isinstance(last, nodes.paragraph):
+            last += nodes.Text(" ")
+            last += mark
+        else:
+            body += nodes.paragraph("", "", mark, classes=["icl-qed-line"])
+
+
 def setup(app):
     app.connect(
         "html-page-context", _dedupe_scripts, priority=1
@@ -49,4 +256,12 @@ def setup(app):
     app.add_config_value("icl_latex_mainmatter", "", "env")
     app.add_config_value("icl_latex_backmatter", "", "env")
     app.connect("doctree-read", _latex_matter_switch)
+    app.add_config_value("icl_book_pdf", "icl-book.pdf", "html")
+    app.add_role("book-pdf", _book_pdf_role)
+    app.add_post_transform(_BookPdfLinks)
+    # After sphinx-book-theme's add_header_buttons (priority 501) has filled the download menu.
+    app.connect("html-page-context", _download_menu_pdf, priority=600)
+    app.connect("build-finished", _publish_pdf)
+    _register_bibliography_styles()
+    app.connect("doctree-read", _qed_marks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,78 +1,36 @@
-"""A headless-Chromium check of rendered pages, with no dependency beyond Debian's ``chromium``.
+"""Real-browser checks of rendered pages: playwright (from pip) driving Debian's ``chromium``.
 
-The page under test is loaded in an ``<iframe>`` of a small harness page served from the same local HTTP
-server, so the harness's script can inspect it once MathJax has finished: typeset math, raw TeX left over,
-images that failed to load, the Colab link. Chromium's ``--dump-dom`` prints the harness's verdict, and its
-console log (``--enable-logging=stderr``) gives the page's console errors.
+Never `playwright install` (it downloads a browser of its own): the tests launch the system chromium
+with ``executable_path`` and the flags below. Pages are served by a local HTTP server (`serve`), so
+MathJax, fonts and the theme's scripts load as on the web. Each ``*_check`` function runs in a loaded
+page and returns what it found (an empty list means "nothing wrong"), so the tests can assert on it
+and the failure-proof tests can show that each check fires on a page built to fail it.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
-import json
-import re
 import shutil
-import subprocess
-import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-HARNESS = """<!doctype html><html><head><meta charset="utf-8"><title>harness</title></head><body>
-<pre id="verdict">pending</pre>
-<iframe id="page" src="PAGE" style="width:1280px;height:2000px"></iframe>
-<script>
-const frame = document.getElementById('page');
-function report(obj) { document.getElementById('verdict').textContent = 'VERDICT ' + JSON.stringify(obj); }
-function inspect() {
-  const doc = frame.contentDocument, win = frame.contentWindow;
-  const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT, {acceptNode(n) {
-    const p = n.parentElement;
-    if (!p || p.closest('script, style, mjx-container, mjx-assistive-mml, .highlight, pre, code, textarea'))
-      return NodeFilter.FILTER_REJECT;
-    return NodeFilter.FILTER_ACCEPT; }});
-  const raw = [];
-  while (walker.nextNode()) {
-    const t = walker.currentNode.textContent;
-    // TeX delimiters, or TeX commands such as \\frac, left in the text: math that MathJax did not typeset.
-    if (/\\\\\\(|\\\\\\[|\\$\\$|\\\\[a-zA-Z]{2,}/.test(t)) raw.push(t.trim().slice(0, 80));
-  }
-  const imgs = Array.from(doc.images).filter(i => !i.closest('.navbar-brand, .theme-switch-button'));
-  report({
-    mathjax: !!(win.MathJax && win.MathJax.startup),
-    typeset: doc.querySelectorAll('mjx-container').length,
-    raw_tex: raw.slice(0, 5),
-    images: imgs.length,
-    broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
-    images_without_alt: imgs.filter(i => !i.getAttribute('alt')).map(i => i.getAttribute('src')),
-    colab: Array.from(doc.querySelectorAll('a[href*="colab.research.google.com"]')).map(a => a.href),
-    // Display equations wider than the column they sit in: clipped or behind a scroll bar for the reader.
-    wide_math: Array.from(doc.querySelectorAll('mjx-container[display="true"]')).filter(c => {
-      const box = c.parentElement.getBoundingClientRect().width;
-      return c.firstElementChild && c.firstElementChild.getBoundingClientRect().width > box + 1;
-    }).map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60)),
-  });
-}
-frame.addEventListener('load', () => {
-  const win = frame.contentWindow;
-  const ready = win.MathJax && win.MathJax.startup && win.MathJax.startup.promise;
-  (ready ? win.MathJax.startup.promise : Promise.resolve()).then(() => setTimeout(inspect, 200));
-});
-</script></body></html>"""
+ROOT = Path(__file__).resolve().parents[1]
+AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
-CHROMIUM_FLAGS = [
-    "--headless",
+# Without the background-networking flags chromium floods the closed network with refused connections.
+CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
+    "--no-first-run",
+    "--disable-quic",
 ]
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 
 
 class BrowserMissing(RuntimeError):
@@ -90,19 +48,13 @@ def find_chromium() -> str:
     )
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        if self.path.startswith("/__harness__.html?page="):
-            page = self.path.split("=", 1)[1]
-            body = HARNESS.replace("PAGE", page).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        super().do_GET()
+def find_axe() -> Path:
+    if not AXE_JS.exists():
+        raise BrowserMissing(f"axe-core is missing ({AXE_JS}): run `npm ci` (make test does it)")
+    return AXE_JS
 
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep the test output quiet
         pass
 
@@ -121,40 +73,261 @@ def serve(directory: Path):
         server.server_close()
 
 
-def inspect_page(base_url: str, page: str, timeout: float = 90) -> dict:
-    """Load ``page`` (a path under ``base_url``) in headless Chromium; return the harness's verdict.
-
-    The verdict has keys ``mathjax``, ``typeset``, ``raw_tex``, ``images``, ``broken_images``,
-    ``images_without_alt``, ``colab``, ``wide_math`` (display equations wider than their column) and
-    ``console_errors``.
-    """
+@contextmanager
+def launch():
+    """A headless Debian chromium under playwright; yields the playwright ``Browser``."""
     chromium = find_chromium()
-    with tempfile.TemporaryDirectory() as profile:
-        result = subprocess.run(
-            [
-                chromium,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=15000",
-                "--window-size=1280,2000",
-                "--dump-dom",
-                f"{base_url}/__harness__.html?page=/{page}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:  # pragma: no cover - the lock installs it
+        raise BrowserMissing(
+            "playwright is missing: run `make book` (it installs the lock)"
+        ) from err
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Loaded:
+    """A page loaded in a fresh context, with its console errors and failed requests recorded."""
+
+    def __init__(self, browser, url: str, device: dict, theme: str = "light"):
+        self.context = browser.new_context(**device)
+        # The theme reads its mode from localStorage before it paints (pydata-sphinx-theme).
+        self.context.add_init_script(
+            f"localStorage.setItem('mode', '{theme}'); localStorage.setItem('theme', '{theme}');"
         )
-    match = re.search(r"VERDICT (\{.*?\})</pre>", result.stdout, re.S)
-    if not match:
-        raise AssertionError(
-            f"the harness gave no verdict for {page}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}"
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(f"Uncaught {exc}"))
+        self.page.on(
+            "console",
+            lambda msg: self.errors.append(msg.text) if msg.type == "error" else None,
         )
-    verdict = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-    # Console messages of level error, e.g. `Uncaught ...` or `Failed to load resource: ... 404`.
-    verdict["console_errors"] = [
-        line
-        for line in result.stderr.splitlines()
-        if ":CONSOLE" in line
-        and ("Uncaught" in line or "Failed to load" in line or "ERROR:CONSOLE" in line)
-    ]
+        self.page.on("requestfailed", lambda req: self.errors.append(f"Failed to load {req.url}"))
+        self.page.on(
+            "response",
+            lambda r: self.errors.append(f"Failed to load {r.url}: {r.status}")
+            if r.status >= 400
+            else None,
+        )
+        self.page.goto(url, wait_until="load")
+        self.page.evaluate(
+            "() => (window.MathJax && MathJax.startup && MathJax.startup.promise) || null"
+        )
+        self.page.evaluate("() => document.fonts.ready.then(() => null)")
+        self.page.wait_for_timeout(150)
+
+    def close(self):
+        self.context.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --- checks run in a loaded page -------------------------------------------------------------------
+
+CONTENT_JS = r"""() => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode(n) {
+    const p = n.parentElement;
+    if (!p || p.closest('script, style, mjx-container, mjx-assistive-mml, .highlight, pre, code, textarea, .sig'))
+      return NodeFilter.FILTER_REJECT;
+    return NodeFilter.FILTER_ACCEPT; }});
+  const raw = [];
+  while (walker.nextNode()) {
+    const t = walker.currentNode.textContent;
+    // TeX delimiters, or TeX commands such as \frac, left in the text: math that MathJax did not typeset.
+    // (API signatures, .sig, are code: a default such as label='$\\tanh(z)$' is not math.)
+    if (/\\\(|\\\[|\$\$|\\[a-zA-Z]{2,}/.test(t)) raw.push(t.trim().slice(0, 80));
+  }
+  const imgs = Array.from(document.images).filter(i => !i.closest('.navbar-brand, .theme-switch-button'));
+  return {
+    mathjax: !!(window.MathJax && window.MathJax.startup),
+    typeset: document.querySelectorAll('mjx-container').length,
+    raw_tex: raw.slice(0, 5),
+    images: imgs.length,
+    broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
+    images_without_alt: imgs.filter(i => !i.getAttribute('alt')).map(i => i.getAttribute('src')),
+    colab: Array.from(document.querySelectorAll('a[href*="colab.research.google.com"]')).map(a => a.href),
+  };
+}"""
+
+
+def content_check(loaded: Loaded) -> dict:
+    """Typeset math, raw TeX left over, images, the Colab link, and the page's console errors."""
+    verdict = loaded.page.evaluate(CONTENT_JS)
+    verdict["console_errors"] = list(loaded.errors)
     return verdict
+
+
+def _describe_js(name: str) -> str:
+    return (
+        f"const {name} = (e) => {{ const t = (e.querySelector('mjx-assistive-mml') || e).textContent"
+        ".replace(/\\s+/g, ' ').trim().slice(0, 50); const id = e.id ? '#' + e.id : '';"
+        " const cls = e.classList.length ? '.' + Array.from(e.classList).slice(0, 2).join('.') : '';"
+        ' return `${e.tagName.toLowerCase()}${id}${cls} "${t}"`; };'
+    )
+
+
+WIDE_MATH_JS = """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).filter(c => {
+  const box = c.parentElement.getBoundingClientRect().width;
+  return c.firstElementChild && c.firstElementChild.getBoundingClientRect().width > box + 1;
+}).map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60))"""
+
+
+def wide_math_check(loaded: Loaded) -> list[str]:
+    """Display equations wider than the column they sit in (cut off, or behind a scroll bar)."""
+    return loaded.page.evaluate(WIDE_MATH_JS)
+
+
+PAGE_WIDTH_JS = (
+    "() => {"
+    + _describe_js("describe")
+    + """
+  // The layout viewport: on a phone, innerWidth grows to the content when the page is too wide (the
+  // browser zooms out), so it cannot be the yardstick.
+  const width = document.documentElement.clientWidth;
+  const scroll = Math.max(document.documentElement.scrollWidth, document.body.scrollWidth);
+  if (scroll <= width) return [];
+  // Name the widest culprits: visible elements whose right edge is past the viewport.
+  const out = [];
+  const contained = (e) => {  // inside a box that clips or scrolls and itself fits
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+      if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= width + 1) return true;
+    return false;
+  };
+  for (const e of document.body.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.right <= width + 1 || getComputedStyle(e).position === 'fixed') continue;
+    if (e.parentElement && e.parentElement.getBoundingClientRect().right > width + 1) continue;
+    if (contained(e)) continue;
+    out.push(`${describe(e)} right=${Math.round(r.right)}`);
+  }
+  return [`document ${scroll} px wide in a ${width} px viewport`, ...out.slice(0, 8)];
+}"""
+)
+
+
+def page_width_check(loaded: Loaded) -> list[str]:
+    """The document is no wider than the viewport (no sideways scrolling of the whole page)."""
+    return loaded.page.evaluate(PAGE_WIDTH_JS)
+
+
+CODE_SCROLL_JS = """() => Array.from(document.querySelectorAll('pre')).filter(p =>
+  p.getClientRects().length && p.scrollWidth > p.clientWidth + 1).map(p => {
+    const line = p.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+    return `${p.scrollWidth} > ${p.clientWidth} px: ${line.trim().slice(0, 70)} (${line.length} cols)`;
+  })"""
+
+
+def code_scroll_check(loaded: Loaded) -> list[str]:
+    """Code blocks (``pre``) that scroll sideways: their longest line does not fit the column."""
+    return loaded.page.evaluate(CODE_SCROLL_JS)
+
+
+CLIPPED_MATH_JS = (
+    "() => {"
+    + _describe_js("describe")
+    + """
+  const out = [];
+  const cue = (a) => a.classList.contains('icl-more-right') || a.classList.contains('icl-more-left');
+  const vw = document.documentElement.clientWidth;
+  const offCanvas = (e) => {  // a sidebar drawn off-screen on a phone (its drawer shows a copy)
+    const s = e.closest('.bd-sidebar-primary, .bd-sidebar-secondary');
+    if (!s) return false;
+    const b = s.getBoundingClientRect();
+    return b.left >= vw || b.right <= 0 || getComputedStyle(s).visibility === 'hidden';
+  };
+  for (const c of document.querySelectorAll('mjx-container')) {
+    if (!c.getClientRects().length || offCanvas(c)) continue;
+    // Measure the typeset formula (mjx-math), not its container: MathJax can let it run past the box.
+    const m = c.querySelector('mjx-math') || c;
+    const r = m.getBoundingClientRect();
+    if (r.width === 0) continue;
+    const display = c.getAttribute('display') === 'true';
+    // Walk up from the formula: a box that hides its overflow cuts it; one that scrolls must show a
+    // cue (a fade at the edge that has more); the first box that contains it ends the walk.
+    let verdict = null;
+    for (let a = display ? c : c.parentElement; a && a !== document.body; a = a.parentElement) {
+      const b = a.getBoundingClientRect();
+      const left = b.left + a.clientLeft, right = left + (a.clientWidth || b.width);
+      const past = r.right > right + 1 || r.left < left - 1;
+      if (!past) continue;
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'visible') continue;
+      if (ox === 'hidden' || ox === 'clip') verdict = `cut by ${describe(a).split(' ')[0]} (right ${Math.round(r.right)} > ${Math.round(right)})`;
+      else if (!cue(a)) verdict = `scrolls in ${describe(a).split(' ')[0]} with no cue`;
+      else verdict = 'ok';
+      break;
+    }
+    // Past the right edge of the viewport: on a phone that is cut off too.
+    if (!verdict && r.right > document.documentElement.clientWidth + 1)
+      verdict = `past the viewport (right ${Math.round(r.right)})`;
+    if (verdict && verdict !== 'ok') out.push(`${describe(c)} ${verdict}`);
+  }
+  return out;
+}"""
+)
+
+
+def clipped_math_check(loaded: Loaded) -> list[str]:
+    """Formulas cut off (by a box that hides overflow, or the viewport) or scrolling with no cue."""
+    return loaded.page.evaluate(CLIPPED_MATH_JS)
+
+
+DRAWER_JS = """(kind) => {
+  const dialog = document.getElementById(`pst-${kind}-sidebar-modal`);
+  if (!dialog || !dialog.open) return {open: false, links: 0};
+  const links = Array.from(dialog.querySelectorAll('a[href]')).filter(a => {
+    const r = a.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.right > 0 && r.left < innerWidth && getComputedStyle(a).visibility !== 'hidden';
+  });
+  return {open: true, links: links.length, first: links.slice(0, 3).map(a => a.textContent.trim().slice(0, 40))};
+}"""
+
+
+def drawer_check(loaded: Loaded, kind: str) -> dict:
+    """Tap the visible ``kind`` toggle (primary: ☰, secondary: page contents) and see what opens.
+
+    Returns ``{"button": visible toggles, "open": dialog open, "links": visible links in it}``; the
+    drawer is closed again with Escape. A page without a secondary sidebar has no contents button.
+    """
+    page = loaded.page
+    buttons = page.locator(f".{kind}-toggle:visible")
+    count = buttons.count()
+    if count == 0:
+        return {"button": 0, "open": False, "links": 0}
+    buttons.first.tap()
+    page.wait_for_timeout(300)
+    state = page.evaluate(DRAWER_JS, kind)
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(150)
+    return {"button": count, **state}
+
+
+def has_secondary_sidebar(loaded: Loaded) -> bool:
+    """Does the page have contents to show (a non-empty secondary sidebar)?"""
+    return loaded.page.evaluate(
+        "() => !!document.querySelector('#pst-secondary-sidebar a[href], #pst-secondary-sidebar-modal a[href]')"
+    )
+
+
+def axe_check(loaded: Loaded, impacts=("critical", "serious")) -> list[dict]:
+    """axe-core's violations of the given impacts: ``[{"id", "impact", "nodes": [selector...]}]``."""
+    page = loaded.page
+    page.add_script_tag(path=str(find_axe()))
+    result = page.evaluate(
+        "() => axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => "
+        "({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))})))"
+    )
+    return [v for v in result if v["impact"] in impacts]
+
+
+def theme_of(loaded: Loaded) -> str:
+    return loaded.page.evaluate("() => document.documentElement.dataset.theme")

@@ -1,120 +1,322 @@
-"""Real-browser checks of the rendered book (headless Chromium against a local HTTP server).
+"""Real-browser checks of the rendered book: playwright driving Debian's chromium, every page.
 
-`make test` builds the book before running these. A missing browser is a failure, not a skip.
+For each page of `_build/html`: at 390 × 844 with touch, the visible ☰ opens the chapter navigation and
+the contents button the page contents, the page is no wider than the viewport, and no formula is cut
+off (one that scrolls shows a cue); at 1280 px no code block scrolls sideways, display equations fit
+their column, math is typeset, images load, there are no console errors, and axe-core finds no critical
+or serious violation in light or dark mode. Every check has a test below that shows it can fail, on a
+copy of a real page edited to break it, served by the same server.
+
+`make test` builds the book and installs chromium (apt, as root), playwright (the lock) and axe-core
+(`npm ci`) before running these. A missing browser is a failure naming the fix, not a skip.
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 import yaml
 
 from icl_book import notebooks
 
-from .browser import find_chromium, inspect_page, serve
+from . import browser
+from .browser import DESKTOP, PHONE, Loaded, find_axe, find_chromium, serve
 from .conftest import ROOT
 
 HTML = ROOT / "_build" / "html"
-PAGES = ["chapters/intro.html", "chapters/notation.html"] + [
-    f"chapters/{md.stem}.html" for md in notebooks.chapter_sources()
-]
+CHAPTERS = [f"chapters/{md.stem}.html" for md in notebooks.chapter_sources()]
+MATH_PAGES = ["chapters/intro.html", "chapters/notation.html", *CHAPTERS]
+
+
+def book_pages() -> list[str]:
+    """Every page of the built book: chapters/*.html and the generated indexes."""
+    pages = sorted(str(p.relative_to(HTML)) for p in (HTML / "chapters").glob("*.html"))
+    if not pages:  # not built yet: the fixture fails with the fix; keep the ids meaningful
+        return MATH_PAGES
+    extra = ["genindex.html", "prf-prf.html", "py-modindex.html", "search.html"]
+    return pages + [n for n in extra if (HTML / n).exists()]
+
+
+PAGES = book_pages()
 
 
 @pytest.fixture(scope="module")
-def server():
+def site():
     if not (HTML / "index.html").exists():
         pytest.fail("the book is not built: run `make html` (make test builds it first)")
-    find_chromium()  # a one-line error naming the fix when the browser is missing
-    with serve(HTML) as url:
-        yield url
+    find_chromium()  # one-line errors naming the fix when the browser or axe-core is missing
+    find_axe()
+    with serve(HTML) as url, browser.launch() as chromium:
+        yield url, chromium
+
+
+_cache: dict[str, dict] = {}
+
+
+def measure(site, page: str) -> dict:
+    """Load ``page`` on a phone and on a desktop once; every check of this module reads the result."""
+    if page not in _cache:
+        url, chromium = site
+        out: dict = {}
+        with Loaded(chromium, f"{url}/{page}", PHONE) as phone:
+            out["phone_width"] = browser.page_width_check(phone)
+            out["phone_math"] = browser.clipped_math_check(phone)
+            out["has_contents"] = browser.has_secondary_sidebar(phone)
+            out["primary"] = browser.drawer_check(phone, "primary")
+            out["primary_hrefs"] = phone.page.evaluate(
+                "() => Array.from(document.querySelectorAll('#pst-primary-sidebar a[href]'))"
+                ".map(a => a.href)"
+            )
+            out["secondary"] = browser.drawer_check(phone, "secondary")
+        with Loaded(chromium, f"{url}/{page}", DESKTOP) as desk:
+            out["content"] = browser.content_check(desk)
+            out["wide_math"] = browser.wide_math_check(desk)
+            out["code"] = browser.code_scroll_check(desk)
+            out["desktop_math"] = browser.clipped_math_check(desk)
+            out["axe_light"] = browser.axe_check(desk)
+            # Switch to dark mode and let the theme's colour transitions finish before measuring
+            # contrast (a run mid-transition saw half-faded text).
+            desk.page.evaluate(
+                "() => { document.documentElement.dataset.theme = 'dark';"
+                " return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() =>"
+                " Promise.all(document.getAnimations().map(a => a.finished)).then(() => r(null))))); }"
+            )
+            desk.page.wait_for_timeout(400)
+            out["theme"] = browser.theme_of(desk)
+            out["axe_dark"] = browser.axe_check(desk)
+        _cache[page] = out
+    return _cache[page]
 
 
 def colab_url(page: str) -> str:
+    """The chapter's Colab link: its plain-notebook edition, notebooks/NN_slug.ipynb."""
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     path = repo["url"].removeprefix("https://github.com/")
     return (
-        f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/{page[:-5]}.ipynb"
+        f"https://colab.research.google.com/github/{path}/blob/{repo['branch']}/notebooks/"
+        f"{page.removeprefix('chapters/')[:-5]}.ipynb"
     )
+
+
+# --- every page --------------------------------------------------------------------------------------
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page", PAGES)
-def test_page_renders_math_images_and_no_console_errors(server, page):
-    verdict = inspect_page(server, page)
-    assert verdict["mathjax"], "MathJax did not load (it is served from _static/mathjax)"
-    assert verdict["typeset"] > 0, "no typeset math on the page"
+def test_phone_navigation_opens(site, page):
+    m = measure(site, page)
+    primary = m["primary"]
+    assert primary["button"] >= 1, "no visible ☰ (primary sidebar toggle) at 390 px"
+    assert primary["open"], "tapping ☰ opened nothing (see _static/icl-drawers.js)"
+    chapters = [c.rsplit("/", 1)[1] for c in CHAPTERS]
+    missing = [
+        c for c in chapters if not any(h.split("#")[0].endswith(c) for h in m["primary_hrefs"])
+    ]
+    assert not missing, f"the navigation lacks chapters: {missing}"
+    assert primary["links"] >= len(chapters), f"only {primary['links']} visible links in the drawer"
+    if m["has_contents"]:
+        secondary = m["secondary"]
+        assert secondary["button"] >= 1, "the page has contents but no visible contents button"
+        assert secondary["open"] and secondary["links"] >= 1, (
+            f"tapping the contents button showed no contents: {secondary}"
+        )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_phone_page_is_not_wider_than_the_viewport(site, page):
+    assert measure(site, page)["phone_width"] == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_formulas_are_not_cut_off(site, page):
+    m = measure(site, page)
+    assert m["phone_math"] == [], f"at 390 px: {m['phone_math']}"
+    assert m["desktop_math"] == [], f"at 1280 px: {m['desktop_math']}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_code_blocks_do_not_scroll_at_1280px(site, page):
+    code = measure(site, page)["code"]
+    assert code == [], f"{len(code)} code blocks scroll sideways (lines over 88 columns?): {code}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_math_images_and_no_console_errors(site, page):
+    m = measure(site, page)
+    verdict = m["content"]
+    assert verdict["console_errors"] == []
     assert verdict["raw_tex"] == [], f"raw TeX left on the page: {verdict['raw_tex']}"
     assert verdict["broken_images"] == [], f"images that did not load: {verdict['broken_images']}"
     assert verdict["images_without_alt"] == [], (
         f"images without alt text: {verdict['images_without_alt']}"
     )
-    assert verdict["wide_math"] == [], (
-        f"display equations wider than the text column (break them with aligned): {verdict['wide_math']}"
+    assert m["wide_math"] == [], (
+        f"display equations wider than the text column (break them with aligned): {m['wide_math']}"
     )
-    assert verdict["console_errors"] == []
+    if page in MATH_PAGES:
+        assert verdict["mathjax"], "MathJax did not load (it is served from _static/mathjax)"
+        assert verdict["typeset"] > 0, "no typeset math on the page"
     if re.match(r"chapters/\d\d_", page):
         assert verdict["images"] >= 1
         assert colab_url(page) in verdict["colab"], verdict["colab"]
 
 
-def _broken_copy(tmp_path, edit):
-    """A copy of the rendered prologue, edited by ``edit``, beside links to the real static files."""
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_no_serious_accessibility_violations(site, page, theme):
+    m = measure(site, page)
+    assert m["theme"] == "dark"
+    found = m[f"axe_{theme}"]
+    assert found == [], "axe-core: " + "; ".join(
+        f"{v['impact']} {v['id']} ({v['help']}): {v['nodes'][:3]}" for v in found
+    )
+
+
+# --- each check can fail -----------------------------------------------------------------------------
+
+
+def _broken_copy(tmp_path, edit, page="chapters/00_prologue.html"):
+    """A copy of a rendered page, edited by ``edit``, beside links to the real static files."""
     site = tmp_path / "site"
     (site / "chapters").mkdir(parents=True)
-    for name in ("_static", "_images", "_sphinx_design_static"):
+    for name in ("_static", "_images", "_sphinx_design_static", "searchindex.js"):
         if (HTML / name).exists():
             (site / name).symlink_to(HTML / name)
-    html = (HTML / "chapters" / "00_prologue.html").read_text()
-    (site / "chapters" / "broken.html").write_text(edit(html))
+    html = (HTML / page).read_text()
+    edited = edit(html)
+    assert edited != html, "the edit changed nothing: the page's markup has changed"
+    (site / "chapters" / "broken.html").write_text(edited)
     return site
 
 
+def _inject(html: str, snippet: str) -> str:
+    """Put ``snippet`` at the start of the article's first section."""
+    return re.sub(r"(<section[^>]*>)", lambda m: m.group(1) + snippet, html, count=1)
+
+
+@pytest.fixture(scope="module")
+def chromium(site):
+    return site[1]  # one playwright instance per thread: share the module's browser
+
+
+@contextmanager
+def broken_page(chromium, tmp_path, edit, device, page="chapters/00_prologue.html"):
+    """The edited copy of ``page``, loaded in ``device`` from its own server."""
+    with serve(_broken_copy(tmp_path, edit, page)) as url:
+        with Loaded(chromium, f"{url}/chapters/broken.html", device) as loaded:
+            yield loaded
+
+
 @pytest.mark.browser
-def test_the_check_fails_when_math_is_not_typeset(tmp_path):
-    find_chromium()
-    site = _broken_copy(
-        tmp_path,
-        lambda h: re.sub(r'<script defer="defer" src="[^"]*mathjax[^"]*"></script>', "", h),
+def test_the_check_fails_on_a_dead_menu_button(chromium, tmp_path):
+    # The theme's bug as shipped: without the binding script, the visible ☰ does nothing.
+    def edit(html):
+        return re.sub(r'<script src="[^"]*icl-drawers\.js[^"]*"></script>', "", html)
+
+    with broken_page(chromium, tmp_path, edit, PHONE) as loaded:
+        assert browser.drawer_check(loaded, "primary")["open"] is False
+        assert browser.drawer_check(loaded, "secondary")["open"] is False
+
+
+@pytest.mark.browser
+def test_the_check_fails_on_an_element_wider_than_the_phone(chromium, tmp_path):
+    snippet = '<div id="too-wide" style="width: 600px">a 600 px wide box</div>'
+    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), PHONE) as loaded:
+        found = browser.page_width_check(loaded)
+        assert found and "too-wide" in " ".join(found), found
+
+
+@pytest.mark.browser
+def test_the_check_fails_on_a_code_line_too_long_and_88_columns_fit(chromium, tmp_path):
+    def pre(cols):
+        return f'<div class="highlight"><pre id="c{cols}">{"x" * cols}</pre></div>'
+
+    snippet = pre(88) + pre(100)
+    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), DESKTOP) as loaded:
+        found = browser.code_scroll_check(loaded)
+        assert any("xxxx (100 cols)" in f for f in found), found
+        assert not any("xxxx (88 cols)" in f for f in found), (
+            "88 columns of code must fit at 1280 px"
+        )
+
+
+@pytest.mark.browser
+def test_the_check_fails_on_a_clipped_formula_and_on_one_that_scrolls_without_a_cue(
+    chromium, tmp_path
+):
+    terms = " + ".join(f"x_{{{i}}}" for i in range(40))
+    # The theme's own rule before icl.css: span.math {overflow: hidden}.
+    clipped = (
+        '<p><span class="math notranslate nohighlight" style="overflow: hidden">'
+        f"\\({terms}\\)</span></p>"
     )
-    with serve(site) as url:
-        verdict = inspect_page(url, "chapters/broken.html")
-    assert verdict["typeset"] == 0
-    assert verdict["raw_tex"], "raw TeX should be detected when MathJax is missing"
+
+    def edit(html):
+        html = re.sub(r'<script src="[^"]*icl\.js[^"]*"></script>', "", html)  # no cue
+        return _inject(
+            html,
+            clipped + f'<p><span class="math notranslate nohighlight">\\({terms}\\)</span></p>',
+        )
+
+    with broken_page(chromium, tmp_path, edit, PHONE) as loaded:
+        found = browser.clipped_math_check(loaded)
+        assert any("cut by span" in f for f in found), found
+        assert any("with no cue" in f for f in found), found
 
 
 @pytest.mark.browser
-def test_the_check_fails_on_a_broken_image_and_a_console_error(tmp_path):
-    find_chromium()
+def test_the_check_fails_on_low_contrast_text(chromium, tmp_path):
+    snippet = '<p id="faint" style="color: #c8c8c8; background: #fff">faint text</p>'
+    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), DESKTOP) as loaded:
+        found = browser.axe_check(loaded)
+        assert any(v["id"] == "color-contrast" and "#faint" in v["nodes"] for v in found), found
 
+
+@pytest.mark.browser
+def test_the_check_fails_when_math_is_not_typeset(chromium, tmp_path):
+    def edit(html):
+        return re.sub(r'<script defer="defer" src="[^"]*mathjax[^"]*"></script>', "", html)
+
+    with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
+        verdict = browser.content_check(loaded)
+        assert verdict["typeset"] == 0
+        assert verdict["raw_tex"], "raw TeX should be detected when MathJax is missing"
+
+
+@pytest.mark.browser
+def test_the_check_fails_on_a_broken_image_and_a_console_error(chromium, tmp_path):
     def edit(html):
         html = re.sub(r'src="\.\./_images/([^"]+)"', r'src="../_images/missing-\1"', html, count=1)
         return html.replace("</body>", "<script>undefinedFunction()</script></body>")
 
-    site = _broken_copy(tmp_path, edit)
-    with serve(site) as url:
-        verdict = inspect_page(url, "chapters/broken.html")
-    assert verdict["broken_images"], "a missing image should be reported"
-    assert any("undefinedFunction" in line for line in verdict["console_errors"])
+    with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
+        verdict = browser.content_check(loaded)
+        assert verdict["broken_images"], "a missing image should be reported"
+        assert any("undefinedFunction" in line for line in verdict["console_errors"])
 
 
 @pytest.mark.browser
-def test_the_check_reports_a_display_equation_wider_than_the_column(tmp_path):
-    find_chromium()
+def test_the_check_reports_a_display_equation_wider_than_the_column(chromium, tmp_path):
     wide = " + ".join(f"x_{{{i}}}^2" for i in range(60))
-    site = _broken_copy(
-        tmp_path,
-        lambda h: h.replace(
-            '<span id="chapter-prologue"></span>',
-            f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>',
-        ),
-    )
-    with serve(site) as url:
-        verdict = inspect_page(url, "chapters/broken.html")
-    assert verdict["wide_math"], "a 60-term display equation should be reported as too wide"
+    snippet = f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
+    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), DESKTOP) as loaded:
+        assert browser.wide_math_check(loaded), "a 60-term display equation should be too wide"
 
 
 def test_missing_browser_explains_the_fix(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(RuntimeError, match="apt-get install chromium"):
         find_chromium()
+
+
+def test_missing_axe_explains_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(browser, "AXE_JS", tmp_path / "axe.min.js")
+    with pytest.raises(RuntimeError, match="npm ci"):
+        find_axe()

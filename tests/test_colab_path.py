@@ -128,10 +128,9 @@ RUNNER = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
-def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
-    if not CHAPTER.exists():
-        pytest.skip(f"{CHAPTER.name} does not exist yet")
+def _fresh_venv(tmp_path):
+    """Steps 1-4: the wheel, a fresh venv outside the repository with it installed, and that venv's kernel.
+    Returns ``(python, env, venv, site)``."""
     # 1. The wheel, built from a copy of the sources (pip builds in-tree and would leave build/ in the repo).
     src = tmp_path / "src"
     shutil.copytree(
@@ -212,10 +211,16 @@ def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
         JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data")
     )
 
+    return py, env, venv, site
+
+
+def _run_in_fresh_venv(tmp_path, notebook):
+    """Execute ``notebook`` top to bottom in a fresh venv; return the executed code cells."""
+    py, env, venv, site = _fresh_venv(tmp_path)
     # 5. Execute the chapter there, with a last cell reporting where the package came from.
     run = tmp_path / "run"
     run.mkdir()
-    nb = nbformat.read(CHAPTER, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)
     nb.cells.append(
         nbformat.v4.new_code_cell(
             "import importlib.util, sys, icl_book\n"
@@ -241,5 +246,47 @@ def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
     assert Path(prefix).resolve() == venv.resolve()
     assert Path(module).resolve().is_relative_to(site.resolve()), module
     assert ROOT not in Path(module).resolve().parents
+    return code
+
+
+@pytest.mark.slow
+def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
+    if not CHAPTER.exists():
+        pytest.skip(f"{CHAPTER.name} does not exist yet")
+    code = _run_in_fresh_venv(tmp_path, CHAPTER)
     printed = "".join(o.get("text", "") for c in code for o in c.outputs)
     assert "prologue-ex1: correct" in printed
+
+
+# The editions Colab opens (notebooks/NN_slug.ipynb). By default the cheap ones run: chapters whose recorded
+# run time (chapters/timings.json) is at most 15 s, i.e. the prologue and chapter 1. The others take
+# 40-115 s each on two cores (about 7 minutes together); their code cells equal the chapter's, which nbval
+# executes, apart from the solution title line (tests/test_editions.py checks that equality), so what an
+# edition could break is exercised by the cheap ones. ICL_BOOK_ALL_EDITIONS=1 runs every edition.
+EDITION_BUDGET_S = 15.0
+
+
+def _editions():
+    timings = json.loads((ROOT / "chapters" / "timings.json").read_text())
+    params = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        seconds = timings.get(path.stem, {}).get("total_s", float("inf"))
+        cheap = seconds <= EDITION_BUDGET_S or os.environ.get("ICL_BOOK_ALL_EDITIONS") == "1"
+        marks = (
+            []
+            if cheap
+            else [pytest.mark.skip(reason=f"{seconds:.0f} s > {EDITION_BUDGET_S:.0f} s budget")]
+        )
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edition", _editions())
+def test_wheel_in_fresh_venv_runs_an_edition(tmp_path, edition):
+    code = _run_in_fresh_venv(tmp_path, edition)
+    printed = "".join(o.get("text", "") for c in code for o in c.outputs)
+    checks = re.findall(r"^(\w+-ex\d+): correct$", printed, re.M)
+    source = nbformat.read(edition, as_version=4)
+    expected = re.findall(r"check_(\w+?)_ex(\d+)\(", "".join(c.source for c in source.cells))
+    assert len(checks) == len(expected), (checks, expected)

@@ -1,36 +1,55 @@
-"""The PDF edition (`make pdf`): checked when a LaTeX toolchain is present.
+"""The PDF edition (`make pdf`) and its publication with the site.
 
-The TeX packages (~1 GB) are not part of the CI image, so this test is skipped there; `make pdf` prints the
-apt-get line that installs them.
+`make pdf` builds `_build/latex/icl-book.pdf` with xelatex and then the HTML again, which copies it to
+`_build/html/icl-book.pdf` and links it from the introduction and every page's download menu
+(`icl_book/sphinx_ext.py`). The tests that build it need xelatex; where it is missing (the TeX packages are
+~1 GB; `make pdf` prints the apt-get line) they are skipped, and what the site then shows is checked instead:
+an HTML build without the PDF links to no PDF at all (tested on a one-page book below, with or without
+xelatex), so no link is ever dead.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import textwrap
 
 import pytest
 import yaml
 
+from .browser import find_chromium, serve
 from .conftest import ROOT
 
-
-@pytest.mark.skipif(
+HTML = ROOT / "_build" / "html"
+PDF = ROOT / "_build" / "latex" / "icl-book.pdf"
+needs_xelatex = pytest.mark.skipif(
     shutil.which("xelatex") is None, reason="xelatex is not installed (see make pdf)"
 )
-def test_make_pdf_builds_a_book_with_math_and_figures():
+
+
+def pdf_pages(path) -> int:
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True).stdout
+    return int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+
+
+@pytest.fixture(scope="module")
+def made_pdf():
     result = subprocess.run(
         ["make", "--no-print-directory", "pdf"],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=1500,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    pdf = ROOT / "_build" / "latex" / "icl-book.pdf"
-    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
-    pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
-    assert pages > 20
+    return PDF
+
+
+@needs_xelatex
+def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
+    pdf = made_pdf
+    assert pdf_pages(pdf) > 50
     images = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True).stdout
     assert len(images.splitlines()) > 3, "the figures are missing from the PDF"
     tex = (ROOT / "_build" / "latex" / "icl-book.tex").read_text()
@@ -49,3 +68,94 @@ def test_make_pdf_builds_a_book_with_math_and_figures():
         )
         first_words = " ".join(title.split()[:3])
         assert f"Chapter {number}. {first_words}" in text, (number, title)
+    assert "∎" in text, "no end-of-proof mark in the PDF"
+    assert "[Lu et al., 2025]" in text, "the bibliography's labels are not author-year"
+
+
+@needs_xelatex
+@pytest.mark.browser
+def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made_pdf, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from .test_figures import CHROMIUM_ARGS, WINDOW
+
+    assert (HTML / "icl-book.pdf").read_bytes() == made_pdf.read_bytes()  # published, not stale
+    with serve(HTML) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=WINDOW)
+            targets = []
+            page.goto(f"{url}/chapters/intro.html", wait_until="load")
+            link = page.locator("article a.icl-book-pdf")
+            assert link.count() == 1, "the introduction does not link the PDF"
+            targets.append(link.evaluate("a => a.href"))
+            page.goto(f"{url}/chapters/01_hermite.html", wait_until="load")
+            page.locator(".dropdown-download-buttons button").click()
+            item = page.locator("a.btn-download-book-pdf-button")
+            item.wait_for(state="visible")
+            targets.append(item.evaluate("a => a.href"))
+            assert page.locator("button.btn-download-pdf-button").count() == 0  # no window.print()
+            for target in targets:
+                response = page.request.get(target)
+                assert response.ok, target
+                body = response.body()
+                assert body[:4] == b"%PDF", target
+                (tmp_path / "got.pdf").write_bytes(body)
+                assert pdf_pages(tmp_path / "got.pdf") > 50
+        finally:
+            browser.close()
+
+
+# --- without a PDF: no link --------------------------------------------------------------------------
+_CONF = """
+extensions = ["icl_book.sphinx_ext"]
+html_theme = "sphinx_book_theme"
+html_theme_options = {"use_download_button": True}
+"""
+_INDEX = """
+Tiny book
+=========
+
+Read it as one :book-pdf:`PDF file`.
+"""
+
+
+def _tiny_build(tmp_path, with_pdf: bool, builder: str = "html"):
+    src, out = tmp_path / "src", tmp_path / "_build" / builder
+    src.mkdir()
+    (src / "conf.py").write_text(textwrap.dedent(_CONF))
+    (src / "index.rst").write_text(textwrap.dedent(_INDEX))
+    if with_pdf:
+        (tmp_path / "_build" / "latex").mkdir(parents=True)
+        (tmp_path / "_build" / "latex" / "icl-book.pdf").write_bytes(b"%PDF-1.5 stand-in")
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", builder, str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_without_a_pdf_the_site_has_no_pdf_link(tmp_path):
+    out = _tiny_build(tmp_path, with_pdf=False)
+    page = (out / "index.html").read_text()
+    assert "icl-book.pdf" not in page and not (out / "icl-book.pdf").exists()
+    assert "PDF file (not in this build: run make pdf)" in page
+    assert "window.print()" in page  # the theme's own entry stays
+
+
+def test_with_a_pdf_the_site_publishes_and_links_it(tmp_path):
+    out = _tiny_build(tmp_path, with_pdf=True)
+    page = (out / "index.html").read_text()
+    assert (out / "icl-book.pdf").read_bytes() == b"%PDF-1.5 stand-in"
+    assert page.count('href="icl-book.pdf"') == 2  # the role's link and the download menu's
+    assert "window.print()" not in page
+
+
+def test_in_the_pdf_the_pdf_link_is_text(tmp_path):
+    out = _tiny_build(tmp_path, with_pdf=True, builder="latex")
+    tex = next(out.glob("*.tex")).read_text()
+    assert r"Read it as one \DUrole{icl-book-pdf}{PDF file}." in tex
+    assert "icl-book.pdf" not in tex and "not in this build" not in tex

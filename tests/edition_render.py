@@ -1,0 +1,145 @@
+"""Render a notebook as Jupyter shows it (nbconvert's lab template, MathJax 3) and inspect it in Chromium.
+
+``render_html(notebook, out_html)`` runs ``jupyter nbconvert --to html`` with a template that only adds
+what JupyterLab does and nbconvert does not: a code cell whose ``metadata.jupyter.source_hidden`` is true
+shows a collapsed input placeholder instead of its source. MathJax 3 is the site's offline copy (found in
+the book build), configured like JupyterLab's (``$``/``$$`` delimiters, no book macros), so a macro the
+edition failed to expand becomes a MathJax error node.
+
+``inspect(html_path)`` opens the page in headless Chromium (Debian's, driven by playwright) and returns
+what the tests look at: raw TeX left in rendered Markdown, MathJax error nodes, ``<details>`` that are
+open, and visible solution text.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+TEMPLATE = """\
+{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_mathjax -%}
+<script>
+window.MathJax = {
+  tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']],
+        processEscapes: true, processEnvironments: true,
+        packages: {'[-]': ['noundefined']}},  // an undefined macro is an error node, not red text
+  options: {ignoreHtmlClass: 'jp-InputArea|jp-OutputArea-output', processHtmlClass: 'jp-RenderedMarkdown'},
+  startup: {pageReady: () => MathJax.startup.defaultPageReady().then(() => { window.mathjaxDone = true; })}
+};
+</script>
+<script src="{{ resources.mathjax_url }}"></script>
+{%- endblock html_head_js_mathjax -%}
+{% block input_group -%}
+{%- if cell.metadata.get('jupyter', {}).get('source_hidden', False) -%}
+<div class="jp-Cell-inputWrapper jp-mod-collapsed icl-source-hidden" title="code hidden">
+<div class="jp-Collapser jp-InputCollapser jp-Cell-inputCollapser"></div>
+<div class="jp-InputPlaceholder">{{ cell.source.split('\\n')[0] | escape }} &hellip;</div>
+</div>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock input_group %}
+"""
+
+
+def site_mathjax(root: Path = ROOT) -> Path | None:
+    """MathJax 3's ``tex-chtml.js`` of the built site (``_build/html``), if there is one."""
+    for path in sorted((root / "_build" / "html").rglob("tex-chtml.js")):
+        return path
+    return None
+
+
+def render_html(notebook: Path, out_html: Path, mathjax: Path) -> Path:
+    """``jupyter nbconvert --to html`` of ``notebook`` into ``out_html`` (see the module docstring)."""
+    out_html = Path(out_html)
+    tpl = out_html.parent / "icl_edition_tpl"
+    tpl.mkdir(parents=True, exist_ok=True)
+    (tpl / "index.html.j2").write_text(TEMPLATE)
+    (tpl / "conf.json").write_text('{"base_template": "lab", "mimetypes": {"text/html": true}}')
+    cmd = [
+        str(Path(sys.executable).parent / "jupyter-nbconvert"),
+        "--to", "html", str(notebook),
+        "--output-dir", str(out_html.parent), "--output", out_html.stem,
+        f"--TemplateExporter.extra_template_basedirs={tpl.parent}",
+        f"--template={tpl.name}",
+        f"--HTMLExporter.mathjax_url={Path(mathjax).resolve().as_uri()}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbconvert failed:\n{proc.stderr[-3000:]}")
+    return out_html
+
+
+INSPECT_JS = r"""
+() => {
+  const md = [...document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown')];
+  const raw = [];
+  for (const cell of md) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let n;
+    while ((n = walker.nextNode())) {
+      if (n.parentElement.closest('mjx-container, code, pre, script, style')) continue;
+      const m = n.textContent.match(/\\[A-Za-z]+|\$|\\\(|\\\[/);
+      if (m) raw.push(n.textContent.trim().slice(0, 80));
+    }
+  }
+  const visible = (el) => el.checkVisibility ? el.checkVisibility() : el.offsetParent !== null;
+  const details = [...document.querySelectorAll('details')];
+  const solutionText = [];
+  for (const d of details) {
+    for (const child of d.children) {
+      if (child.tagName !== 'SUMMARY' && visible(child)) solutionText.push(child.textContent.slice(0, 60));
+    }
+  }
+  const visibleSolutionCode = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea')]
+    .filter((el) => visible(el) && el.textContent.includes('### BEGIN SOLUTION'))
+    .map((el) => el.textContent.trim().slice(0, 60));
+  return {
+    raw_tex: raw,
+    merror: document.querySelectorAll('mjx-merror').length,
+    math: document.querySelectorAll('mjx-container').length,
+    details: details.length,
+    open_details: details.filter((d) => d.open).length,
+    visible_solution_text: solutionText,
+    hidden_code_cells: document.querySelectorAll('.icl-source-hidden').length,
+    visible_solution_code: visibleSolutionCode,
+  };
+}
+"""
+
+
+def inspect(html_paths: list[Path], screenshot_dir: Path | None = None) -> dict[Path, dict]:
+    """What the browser shows of each page (see ``INSPECT_JS``); full-page screenshots if asked."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise RuntimeError("chromium is missing: apt-get install -y chromium (make browser)")
+    results = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        for html in html_paths:
+            page.goto(Path(html).resolve().as_uri())
+            page.wait_for_function("window.mathjaxDone === true", timeout=60_000)
+            results[html] = page.evaluate(INSPECT_JS)
+            if screenshot_dir is not None:
+                Path(screenshot_dir).mkdir(parents=True, exist_ok=True)
+                page.screenshot(
+                    path=str(Path(screenshot_dir) / (Path(html).stem + ".png")), full_page=True
+                )
+        browser.close()
+    return results

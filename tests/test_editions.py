@@ -1,0 +1,216 @@
+"""The plain-notebook editions ``notebooks/NN_slug.ipynb`` (booktools/editions.py): current, free of MyST,
+rendered by nbconvert + MathJax without raw TeX or errors, solutions collapsed.
+
+The staleness test needs the book's Sphinx environment: ``make test`` builds ``_build`` before pytest; when
+that build is missing or older than a chapter, the book is read into a temporary folder (about a minute).
+Running the editions in a fresh venv is in ``tests/test_colab_path.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from booktools import editions
+from booktools.sphinx_colab import colab_edition_url
+
+ROOT = Path(__file__).resolve().parent.parent
+EDITIONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+MACROS = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["mathjax3_config"][
+    "tex"
+]["macros"]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return editions.load_index(ROOT)
+
+
+def _markdown_cells(path):
+    return [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+
+
+def test_every_chapter_has_an_edition():
+    chapters = [p.name for p in editions.chapter_notebooks(ROOT)]
+    assert chapters, "no chapters"
+    assert [p.name for p in EDITIONS] == chapters
+
+
+def test_editions_are_current(index):
+    problems = editions.stale_editions(ROOT, index)
+    assert not problems, "\n".join(problems)
+
+
+def test_staleness_check_can_fail(index, tmp_path):
+    chapter = editions.chapter_notebooks(ROOT)[0]
+    text = editions._dumps(editions.convert(index, chapter))
+    assert text == (ROOT / "notebooks" / chapter.name).read_text()
+    nb = nbformat.read(chapter, as_version=4)
+    nb.cells[-1].source += "\n\nOne more sentence."
+    other = editions._dumps(editions.convert_notebook(index, nb, chapter.stem))
+    assert other != text
+
+
+@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: p.stem)
+def test_no_myst_left(path):
+    problems = [
+        f"cell {i}: {p}"
+        for i, cell in enumerate(_markdown_cells(path))
+        for p in editions.myst_leftovers(cell.source, MACROS)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_myst_scan_can_fail():
+    cell = (
+        "(hermite-def)=\n```{prf:theorem} Stein\n:label: x\n$\\E[f'(Z)]$ by {cite}`stein1981`\n```\n\n"
+        ":::{note}\nsee {numref}`fig-a`, ??\n:::\n\n$$\nx\n$$ (eq-a)"
+    )
+    found = " ".join(editions.myst_leftovers(cell, MACROS))
+    for what in (
+        "MyST role",
+        "directive fence",
+        "colon fence",
+        "directive option",
+        "target",
+        "equation label",
+        "??",
+        "book macro \\E",
+    ):
+        assert what in found, what
+    assert editions.myst_leftovers("A plain $\\mathbb{E}[x]$ sentence with `code`.", MACROS) == []
+
+
+@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: p.stem)
+def test_solutions_collapsed_and_code_unchanged(path):
+    """Solution code: hidden source, a Colab form title; every other code cell exactly the chapter's."""
+    nb = nbformat.read(path, as_version=4)
+    chapter = nbformat.read(ROOT / "chapters" / path.name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.source.removeprefix(editions.SOLUTION_TITLE + "\n") for c in code] == [
+        c.source for c in chapter.cells if c.cell_type == "code"
+    ]
+    n_solutions = 0
+    for cell in code:
+        if "### BEGIN SOLUTION" in cell.source or cell.metadata.get("icl_edition", {}).get(
+            "solution"
+        ):
+            n_solutions += 1
+            assert cell.source.startswith(editions.SOLUTION_TITLE), cell.source[:80]
+            assert cell.metadata["jupyter"]["source_hidden"] is True
+            assert cell.metadata["cellView"] == "form"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            assert "<details open" not in cell.source
+    assert n_solutions > 0
+    assert "kernelspec" in nb.metadata and "jupytext" not in nb.metadata
+    assert nb.cells[0].source.startswith("# "), "the edition starts with the chapter title"
+    assert "google.colab" in code[0].source and code[0].metadata.get("tags") == ["remove-cell"]
+
+
+def test_converter_output(index):
+    """A theorem, a proof, references and a citation come out as the book numbers them."""
+    doc = "chapters/03_asymptotic_theory"
+    conv = editions.Converter(index, doc, {"x": "0.5"})
+    label = next(k for k, v in index.env.proof_list.items() if v["realtype"] == "theorem")
+    number = ".".join(
+        map(str, index.env.toc_fignumbers[index.env.proof_list[label]["docname"]]["theorem"][label])
+    )
+    md = conv.blocks(
+        f"```{{prf:theorem}} Title with $\\E X$\n:label: {label}\n\nBody {{glue:}}`x`.\n```\n\n"
+        f"See {{prf:ref}}`{label}` and {{cite:t}}`lu2025asymptotic`."
+    )
+    assert md.startswith(f"> **Theorem {number} (Title with $\\mathbb{{E}} X$).** Body 0.5.")
+    assert f"[Theorem {number}](https://" in md and "Lu *et al.* [[2025]" in md
+    with pytest.raises(editions.EditionError, match="directive"):
+        conv.blocks("```{unknowndirective}\nx\n```")
+    with pytest.raises(editions.EditionError, match="unresolved"):
+        conv.blocks("{prf:ref}`no-such-label`")
+    with pytest.raises(editions.EditionError, match="glued"):
+        conv.blocks("{glue:}`missing`")
+
+
+def test_readme_colab_links_open_editions():
+    links = re.findall(
+        r"colab\.research\.google\.com/github/[^)\s]+", (ROOT / "README.md").read_text()
+    )
+    assert links
+    for link in links:
+        path = link.split("/blob/", 1)[1].split("/", 1)[1]
+        assert path.startswith("notebooks/"), link
+        assert (ROOT / path).exists(), link
+
+
+def test_site_colab_button_url():
+    url = "https://colab.research.google.com/github/icl-book/icl-book/blob/main/chapters/03_asymptotic_theory.ipynb"
+    assert colab_edition_url(url, "chapters/03_asymptotic_theory").endswith(
+        "/main/notebooks/03_asymptotic_theory.ipynb"
+    )
+    assert colab_edition_url(
+        url.replace("03_asymptotic_theory", "intro"), "chapters/intro"
+    ).endswith("chapters/intro.ipynb")
+
+
+def test_built_site_colab_buttons_open_editions():
+    html = ROOT / "_build" / "html" / "chapters"
+    if not html.exists():
+        pytest.skip("no _build/html (make html)")
+    for path in EDITIONS:
+        page = (html / (path.stem + ".html")).read_text()
+        urls = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page)
+        assert urls and all(u.endswith(f"/notebooks/{path.name}") for u in urls), (path.stem, urls)
+
+
+# ---- rendered as Jupyter renders it -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mathjax():
+    from tests.edition_render import site_mathjax
+
+    found = site_mathjax(ROOT)
+    if found is None:
+        pytest.skip("the site's MathJax (_build/html/**/tex-chtml.js) is missing: make html")
+    return found
+
+
+def _render(paths, out, mathjax):
+    from tests.edition_render import inspect, render_html
+
+    htmls = [render_html(p, out / f"{p.stem}.html", mathjax) for p in paths]
+    return dict(zip([p.stem for p in paths], inspect(htmls).values(), strict=True))
+
+
+@pytest.mark.browser
+def test_editions_render_clean(tmp_path, mathjax):
+    results = _render(EDITIONS, tmp_path, mathjax)
+    for stem, r in results.items():
+        assert r["math"] > 0, stem
+        assert r["raw_tex"] == [], (stem, r["raw_tex"][:5])
+        assert r["merror"] == 0, (stem, r["merror"])
+        assert r["details"] > 0 and r["open_details"] == 0, (stem, r)
+        assert r["visible_solution_text"] == [], (stem, r["visible_solution_text"][:3])
+        assert r["hidden_code_cells"] > 0 and r["visible_solution_code"] == [], (stem, r)
+
+
+@pytest.mark.browser
+def test_render_check_can_fail(tmp_path, mathjax):
+    """The MyST chapter itself shows raw TeX / MathJax errors; open details and visible solution code count."""
+    chapter = ROOT / "chapters" / "01_hermite.ipynb"  # uses \\He and \\E in its prose
+    bad = nbformat.v4.new_notebook()
+    bad.cells = [
+        nbformat.v4.new_markdown_cell("Macro $\\E[X]$ and raw \\frac{1}{2} text."),
+        nbformat.v4.new_markdown_cell(
+            "<details open>\n<summary>Solution</summary>\n\nThe answer.\n\n</details>"
+        ),
+        nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION"),
+    ]
+    nbformat.write(bad, tmp_path / "bad.ipynb")
+    results = _render([chapter, tmp_path / "bad.ipynb"], tmp_path, mathjax)
+    myst, synthetic = results[chapter.stem], results["bad"]
+    assert myst["merror"] > 0 or myst["raw_tex"], myst
+    assert synthetic["merror"] > 0 and synthetic["raw_tex"], synthetic
+    assert synthetic["open_details"] == 1 and synthetic["visible_solution_text"], synthetic
+    assert synthetic["visible_solution_code"], synthetic
