@@ -58,9 +58,9 @@ html: $(STAMP)
 book: html
 
 execute: $(STAMP)
-	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
-	$(BIN)/python -m icl_book.notebooks figure-index
-	$(BIN)/python -m icl_book.assignments table --write chapters/instructors.md
+	$(BIN)/python -m booktools.notebooks execute $(CHAPTERS)
+	$(BIN)/python -m booktools.notebooks figure-index
+	$(BIN)/python -m booktools.assignments table --write chapters/instructors.md
 	$(MAKE) --no-print-directory editions
 
 # The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
@@ -75,7 +75,7 @@ explorer-data: $(STAMP)
 	$(BIN)/python -m booktools.explorer_data
 
 assignments: $(STAMP)
-	$(BIN)/python -m icl_book.assignments build --out _build/assignments
+	$(BIN)/python -m booktools.assignments build --out _build/assignments
 
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
@@ -97,7 +97,7 @@ format-chapters: $(STAMP)
 	done
 
 pairs: $(STAMP)
-	$(BIN)/python -m icl_book.notebooks check-pairs
+	$(BIN)/python -m booktools.notebooks check-pairs
 
 unit: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests
@@ -146,7 +146,7 @@ test: $(STAMP) browser
 
 # The PDF edition: xelatex into _build/latex/icl-book.pdf, then the HTML again, which publishes it as
 # _build/html/icl-book.pdf and links it from the introduction and every page's download menu
-# (icl_book/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
+# (booktools/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
 	$(BIN)/jupyter-book build . --all --builder pdflatex
