@@ -11,11 +11,12 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test execute editions html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
 	@echo "make test        the whole test suite, as CI runs it"
+	@echo "make test-fast   lint, build and the fast tests (no slow, browser or nbval): under 90 s"
 	@echo "make execute     re-execute chapters/NN_*.md into their .ipynb (CHAPTERS=chapters/01_hermite.md for one)"
 	@echo "make editions    regenerate the Colab/Jupyter editions notebooks/NN_*.ipynb from the executed chapters"
 	@echo "make format-chapters  ruff-format chapter code (CHAPTERS=... for some), then lint with make lint"
@@ -57,9 +58,9 @@ html: $(STAMP)
 book: html
 
 execute: $(STAMP)
-	$(BIN)/python -m icl_book.notebooks execute $(CHAPTERS)
-	$(BIN)/python -m icl_book.notebooks figure-index
-	$(BIN)/python -m icl_book.assignments table --write chapters/instructors.md
+	$(BIN)/python -m booktools.notebooks execute $(CHAPTERS)
+	$(BIN)/python -m booktools.notebooks figure-index
+	$(BIN)/python -m booktools.assignments table --write chapters/instructors.md
 	$(MAKE) --no-print-directory editions
 
 # The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
@@ -74,7 +75,7 @@ explorer-data: $(STAMP)
 	$(BIN)/python -m booktools.explorer_data
 
 assignments: $(STAMP)
-	$(BIN)/python -m icl_book.assignments build --out _build/assignments
+	$(BIN)/python -m booktools.assignments build --out _build/assignments
 
 benchmarks: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
@@ -96,10 +97,17 @@ format-chapters: $(STAMP)
 	done
 
 pairs: $(STAMP)
-	$(BIN)/python -m icl_book.notebooks check-pairs
+	$(BIN)/python -m booktools.notebooks check-pairs
 
 unit: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests
+
+# The quick loop while editing the package: lint, the build, and every test not marked slow or
+# browser (no nbval, no notebook execution). Under 90 s on 2 cores.
+test-fast: $(STAMP)
+	$(BIN)/ruff check icl_book tests benchmarks
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going -q
+	$(BIN)/pytest -p no:cacheprovider -q -m "not slow and not browser" tests
 
 nbval: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
@@ -138,7 +146,7 @@ test: $(STAMP) browser
 
 # The PDF edition: xelatex into _build/latex/icl-book.pdf, then the HTML again, which publishes it as
 # _build/html/icl-book.pdf and links it from the introduction and every page's download menu
-# (icl_book/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
+# (booktools/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
 	$(BIN)/jupyter-book build . --all --builder pdflatex

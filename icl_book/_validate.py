@@ -1,4 +1,10 @@
-"""Argument validation shared by every module: clear errors that name the argument and the accepted range."""
+"""Argument validation shared by every module: clear errors that name the argument and the accepted range.
+
+Every public function of the package validates through these helpers, so one rule holds everywhere:
+numbers are real numbers (``bool`` and ``str`` are refused, never coerced), integers are integers
+(``2.0`` is refused), arrays are finite, flags are booleans, covariances are symmetric positive
+semidefinite, and sizes are checked before anything is allocated or enumerated.
+"""
 
 from __future__ import annotations
 
@@ -7,54 +13,156 @@ import numbers
 import numpy as np
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (a ``bool`` or ``str`` for a number, ``2.5`` for a count).
+
+    It is both a ``TypeError`` and a ``ValueError``, so callers written against either keep working.
+    """
+
+
+#: Largest number of float64 entries a function may allocate for one result (2 GiB).
+MAX_ENTRIES = 2**28
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``; raise otherwise.
+
+    Python and NumPy integers are accepted; ``bool``, floats (even ``2.0``) and strings are refused.
+    """
+    bounds = []
+    if minimum is not None:
+        bounds.append(f">= {minimum}")
+    if maximum is not None:
+        bounds.append(f"<= {maximum}")
+    wanted = f"{name} must be an integer" + (" " + " and ".join(bounds) if bounds else "")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ArgumentTypeError(f"{wanted}, got {_describe(value)} ({type(value).__name__})")
+    out = int(value)
+    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        raise ValueError(f"{wanted}, got {out}")
+    return out
+
+
 def positive_int(name: str, value, minimum: int = 1) -> int:
-    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``; raise otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if (
-            isinstance(value, numbers.Real)
-            and float(value).is_integer()
-            and not isinstance(value, bool)
-        ):
-            value = int(value)
-        else:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    """An integer ``>= minimum`` (default 1); see :func:`integer`."""
+    return integer(name, value, minimum=minimum)
+
+
+def nonnegative_int(name: str, value) -> int:
+    """An integer ``>= 0``; see :func:`integer`."""
+    return integer(name, value, minimum=0)
+
+
+def real(
+    name: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a ``float`` in the given range; raise a ``TypeError``/``ValueError`` otherwise.
+
+    ``bool`` and ``str`` are refused (``True`` is not a noise level, ``"0.1"`` is not a number); NaN
+    is always refused; ``±inf`` only with ``allow_inf`` (and then only inside the range).
+    """
+    parts = []
+    if low is not None:
+        parts.append(f"> {low:g}" if low_open else f">= {low:g}")
+    if high is not None:
+        parts.append(f"< {high:g}" if high_open else f"<= {high:g}")
+    kind = "a real number" if allow_inf else "a finite real number"
+    wanted = f"{name} must be " + (" and ".join(parts) if parts else kind)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        if not (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf"):
+            raise ArgumentTypeError(
+                f"{name} must be {kind}"
+                + (" " + " and ".join(parts) if parts else "")
+                + f", got {_describe(value)} ({type(value).__name__})"
+            )
+    out = float(value)
+    if np.isnan(out) or (np.isinf(out) and not allow_inf):
+        finite = "not NaN" if allow_inf else "finite"
+        raise ValueError(
+            f"{name} must be {finite}"
+            + (" and " + " and ".join(parts) if parts else "")
+            + f", got {out}"
+        )
+    if low is not None and (out < low or (low_open and out == low)):
+        raise ValueError(f"{wanted}, got {out:g}")
+    if high is not None and (out > high or (high_open and out == high)):
+        raise ValueError(f"{wanted}, got {out:g}")
+    return out
 
 
 def finite_float(name: str, value) -> float:
-    """Return ``value`` as a finite ``float``; raise otherwise."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-    if not np.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return out
+    """A finite real number; see :func:`real`."""
+    return real(name, value)
 
 
 def nonnegative_float(name: str, value) -> float:
-    """Return ``value`` as a finite ``float >= 0``; raise otherwise."""
-    out = finite_float(name, value)
-    if out < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
-    return out
+    """A finite real number ``>= 0``; see :func:`real`."""
+    return real(name, value, low=0.0)
 
 
 def positive_float(name: str, value) -> float:
-    """Return ``value`` as a finite ``float > 0``; raise otherwise."""
-    out = finite_float(name, value)
-    if out <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return out
+    """A finite real number ``> 0``; see :func:`real`."""
+    return real(name, value, low=0.0, low_open=True)
 
 
-def as_array(name: str, value, ndim: int) -> np.ndarray:
-    """Return ``value`` as a float64 array with ``ndim`` dimensions; raise a ``ValueError`` naming it."""
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim != ndim:
+def flag(name: str, value) -> bool:
+    """A boolean flag: ``True`` or ``False`` (NumPy booleans too); anything else is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False, got {_describe(value)}")
+    return bool(value)
+
+
+def choice(name: str, value, options) -> str:
+    """One of a fixed set of strings."""
+    options = tuple(options)
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {_describe(value)}")
+    return value
+
+
+def size_limit(name: str, size: int, *, limit: int = MAX_ENTRIES, what: str = "entries") -> int:
+    """Refuse, before allocating or enumerating, a result of ``size`` items beyond ``limit``."""
+    if size > limit:
+        raise ValueError(
+            f"{name} is too large: it would need {size:,} {what}, more than the limit of {limit:,}"
+        )
+    return size
+
+
+def finite_values(name: str, arr) -> np.ndarray:
+    """Raise if an array (e.g. the output of a user's link or kernel) has a NaN or infinite entry."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "biufc":
+        raise ArgumentTypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite: {bad} of {arr.size} entries are NaN or infinite")
+    return arr
+
+
+def as_array(name: str, value, ndim: int | None) -> np.ndarray:
+    """Return ``value`` as a finite float64 array with ``ndim`` dimensions; raise naming ``name``."""
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
+    if raw.dtype.kind == "b":
+        raise ArgumentTypeError(f"{name} must be a real numeric array, got booleans")
+    arr = raw.astype(np.float64, copy=False)
+    if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    finite_values(name, arr)
     return arr
 
 
@@ -68,6 +176,11 @@ def check_prompt_shapes(xs, ys, x_query) -> tuple[np.ndarray, np.ndarray, np.nda
     ys = as_array("ys", ys, 2)
     x_query = as_array("x_query", x_query, 2)
     b, n, d = xs.shape
+    if min(b, n, d) < 1:
+        raise ValueError(
+            f"xs must have shape (B, N, d) with B, N, d >= 1 (an empty context predicts nothing), "
+            f"got {xs.shape}"
+        )
     if ys.shape != (b, n):
         raise ValueError(
             f"ys must have shape (B, N) = {(b, n)} to match xs {xs.shape}, got {ys.shape}"
@@ -80,12 +193,26 @@ def check_prompt_shapes(xs, ys, x_query) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def square_matrix(name: str, value, dim: int) -> np.ndarray:
-    """Return ``value`` as a ``(dim, dim)`` float64 array; raise a ``ValueError`` naming it otherwise."""
-    arr = np.asarray(value, dtype=np.float64)
+    """Return ``value`` as a finite ``(dim, dim)`` float64 array; raise a ``ValueError`` naming it."""
+    arr = as_array(name, value, 2)
     if arr.shape != (dim, dim):
         raise ValueError(f"{name} must have shape {(dim, dim)}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+def covariance(name: str, value, dim: int) -> np.ndarray:
+    """A ``(dim, dim)`` symmetric positive semidefinite matrix (a covariance or second moment)."""
+    arr = square_matrix(name, value, dim)
+    scale = max(1.0, float(np.max(np.abs(arr))))
+    if not np.allclose(arr, arr.T, rtol=0.0, atol=1e-10 * scale):
+        raise ValueError(
+            f"{name} must be symmetric, got max |A - A^T| = {np.max(np.abs(arr - arr.T)):.3g}"
+        )
+    lowest = float(np.linalg.eigvalsh((arr + arr.T) / 2)[0])
+    if lowest < -1e-10 * scale:
+        raise ValueError(
+            f"{name} must be positive semidefinite, got smallest eigenvalue {lowest:.3g}"
+        )
     return arr
 
 
@@ -115,17 +242,15 @@ def reduced_gamma(name: str, value) -> np.ndarray:
     """A finite ``(d, d+1)`` matrix ``Γ`` of the reduced linear-attention model."""
     gamma = as_array(name, value, 2)
     d = gamma.shape[0]
-    if gamma.shape != (d, d + 1):
-        raise ValueError(f"{name} must have shape (d, d+1), got {gamma.shape}")
-    if not np.all(np.isfinite(gamma)):
-        raise ValueError(f"{name} must be finite")
+    if d < 1 or gamma.shape != (d, d + 1):
+        raise ValueError(f"{name} must have shape (d, d+1) with d >= 1, got {gamma.shape}")
     return gamma
 
 
 def kernel_inputs(x, xp) -> tuple[np.ndarray, np.ndarray]:
     """Inputs ``(..., n, d)`` and ``(..., m, d)`` of a kernel ``k(X, X')`` as float64 arrays."""
-    x = np.asarray(x, dtype=np.float64)
-    xp = np.asarray(xp, dtype=np.float64)
+    x = as_array("x", x, None)
+    xp = as_array("x_prime", xp, None)
     if x.ndim < 2 or xp.ndim < 2 or x.shape[-1] != xp.shape[-1]:
         raise ValueError(
             f"kernel inputs must have shapes (..., n, d) and (..., m, d), got {x.shape}, {xp.shape}"

@@ -89,4 +89,6 @@ def claim(holds, sentence: str) -> None:
             f"holds must be a bool (use np.all or np.any for arrays), got {type(holds).__name__}"
         )
     if not holds:
-        raise ClaimFailed(f"the book claims: {sentence!r}, but the numbers computed here contradict it")
+        raise ClaimFailed(
+            f"the book claims: {sentence!r}, but the numbers computed here contradict it"
+        )

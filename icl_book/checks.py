@@ -5,7 +5,7 @@ Each coding exercise ``<chapter>-ex<N>`` has a check ``check_<chapter>_ex<N>(ans
 - prints ``"<chapter>-ex<N>: correct"`` and returns a truthy :class:`Passed` on a correct answer,
 - raises :class:`CheckFailed` with a *hint* on a wrong one (never the solution itself).
 
-The chapters call the check right after the exercise's solution cell; :mod:`icl_book.assignments` grades
+The chapters call the check right after the exercise's solution cell; ``booktools.assignments`` grades
 a submission by which checks pass. A check must not be fooled by the stub a student notebook starts with
 (it raises ``NotImplementedError``): calling a student's function inside a check is wrapped by
 :func:`call_answer`, which turns any exception into a :class:`CheckFailed` with a hint.

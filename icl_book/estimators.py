@@ -11,9 +11,12 @@ import numpy as np
 
 from ._validate import (
     check_prompt_shapes,
+    covariance,
     finite_float,
+    finite_values,
     kernel_inputs,
     nonnegative_float,
+    positive_float,
     positive_int,
     square_matrix,
 )
@@ -27,7 +30,7 @@ __all__ = [
     "best_one_step_eta",
     "optimal_preconditioner",
     "optimal_preconditioned_risk",
-    *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel", "n_polynomial_features"],
+    *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel"],
     *["one_step_kernel_gd_predict", "kernel_ridge_predict", "best_linear_risk_quadratic"],
     "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
@@ -73,9 +76,7 @@ def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 
     task, so every other predictor is measured against it.
     """
     noise_var = nonnegative_float("noise_var", noise_var)
-    prior_var = finite_float("prior_var", prior_var)
-    if prior_var <= 0:
-        raise ValueError(f"prior_var must be > 0, got {prior_var!r}")
+    prior_var = positive_float("prior_var", prior_var)
     if noise_var == 0:
         return ols_predict(xs, ys, x_query)
     return ridge_predict(xs, ys, x_query, noise_var / prior_var)
@@ -100,7 +101,7 @@ def _gd_moments(input_cov, context_len, noise_var):
     cov = np.asarray(input_cov, dtype=np.float64)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
-    cov = square_matrix("input_cov", cov, cov.shape[0])
+    cov = covariance("input_cov", cov, cov.shape[0])
     n = positive_int("context_len", context_len)
     s2 = nonnegative_float("noise_var", noise_var)
     # S = E[g gᵀ] for g = (1/N) Σ y_i x_i, with w ~ N(0, I), x ~ N(0, Λ):
@@ -179,9 +180,7 @@ def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
     """
     degree = positive_int("degree", degree)
     offset = nonnegative_float("offset", offset)
-    scale = finite_float("scale", scale)
-    if scale <= 0:
-        raise ValueError(f"scale must be > 0, got {scale!r}")
+    scale = positive_float("scale", scale)
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
@@ -226,24 +225,17 @@ def hermite_quadratic_kernel(*, constant: bool = True):
     return kernel
 
 
-def n_polynomial_features(dim: int, degree: int, *, constant: bool = False) -> int:
-    """Number of monomials of degree ``1..p`` in ``d`` variables: ``C(d+p, p) − 1`` (``+ 1`` with ``constant``).
-
-    This is the feature count a degree-``p`` polynomial kernel needs (``SCIENCE.md`` §5).
-    """
-    from math import comb
-
-    dim = positive_int("dim", dim)
-    degree = positive_int("degree", degree)
-    return comb(dim + degree, degree) - 1 + int(bool(constant))
-
-
 def _check_kernel(kernel):
     if not callable(kernel):
         raise TypeError(
             f"kernel must be a callable k(X, X') -> Gram matrix, got {type(kernel).__name__}"
         )
     return kernel
+
+
+def _kernel_values(kernel, x, xp) -> np.ndarray:
+    """``kernel(x, xp)`` as float64, refusing NaN or infinite entries (a broken kernel, not a result)."""
+    return finite_values("kernel output", np.asarray(kernel(x, xp), dtype=np.float64))
 
 
 def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarray:
@@ -263,7 +255,7 @@ def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarra
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     kernel = _check_kernel(kernel)
     eta = finite_float("eta", eta)
-    k = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
+    k = _kernel_values(kernel, xs, x_query[:, None, :])
     if k.shape != (*xs.shape[:2], 1):
         raise ValueError(
             f"kernel returned shape {k.shape}, expected (B, N, 1) = {(*xs.shape[:2], 1)}"
@@ -278,12 +270,10 @@ def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     kernel = _check_kernel(kernel)
-    ridge = finite_float("ridge", ridge)
-    if ridge <= 0:
-        raise ValueError(f"ridge must be > 0, got {ridge!r}")
+    ridge = positive_float("ridge", ridge)
     n = xs.shape[1]
-    gram = np.asarray(kernel(xs, xs), dtype=np.float64)
-    kq = np.asarray(kernel(xs, x_query[:, None, :]), dtype=np.float64)
+    gram = _kernel_values(kernel, xs, xs)
+    kq = _kernel_values(kernel, xs, x_query[:, None, :])
     if gram.shape != (xs.shape[0], n, n) or kq.shape != (xs.shape[0], n, 1):
         raise ValueError(
             f"kernel returned shapes {gram.shape}, {kq.shape}; expected (B, N, N), (B, N, 1)"
@@ -420,9 +410,7 @@ def block_coordinate_gd_predict(
         ``(B,)`` predictions ``θᵀφ(x_q)`` after ``n_cycles · B`` block updates.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    eta = finite_float("eta", eta)
-    if eta <= 0:
-        raise ValueError(f"eta must be > 0, got {eta!r}")
+    eta = positive_float("eta", eta)
     n_cycles = positive_int("n_cycles", n_cycles)
     phis, qs = _evaluate_blocks(feature_blocks, xs, x_query)
     n = xs.shape[1]

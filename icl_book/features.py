@@ -29,12 +29,13 @@ from math import comb, factorial, sqrt
 
 import numpy as np
 
-from ._validate import kernel_inputs, positive_int
+from ._validate import integer, kernel_inputs, nonnegative_int, positive_int
 
 __all__ = [
     "FEATURE_KINDS",
     "ORTHONORMAL_KINDS",
     "recurrence_coefficient",
+    "orthonormal_table",
     "FeatureBlock",
     "n_features",
     "feature_index_tuples",
@@ -90,22 +91,33 @@ def recurrence_coefficient(kind: str, k: int) -> float:
     """
     if kind not in ORTHONORMAL_KINDS:
         raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
-    k = positive_int("k", k, minimum=0)
+    k = nonnegative_int("k", k)
     if k == 0:
         return 0.0
     return sqrt(k) if kind == "hermite" else k / sqrt(4 * k * k - 1)
 
 
-def _orthonormal(z: np.ndarray, k: int, kind: str) -> np.ndarray:
-    """``p_k(z)`` from ``p_0 = 1``, ``p_{k+1} = (z p_k − a_k p_{k−1}) / a_{k+1}``."""
-    prev, cur = np.zeros_like(z), np.ones_like(z)
-    for m in range(k):
-        prev, cur = (
-            cur,
-            (z * cur - recurrence_coefficient(kind, m) * prev)
-            / recurrence_coefficient(kind, m + 1),
-        )
-    return cur
+def orthonormal_table(kind: str, max_degree: int, z, start=None) -> np.ndarray:
+    """``p_0(z), …, p_K(z)`` (times ``start``) of the orthonormal family ``kind``; ``(K + 1, *z.shape)``.
+
+    The one implementation of the three-term recurrence ``p_{k+1} = (z p_k − a_k p_{k−1}) / a_{k+1}``
+    (:func:`recurrence_coefficient`), which never forms ``k!``. The recurrence is linear, so a
+    ``start`` other than 1 (e.g. ``√(Gaussian weight)``, as :mod:`icl_book.hermite` passes) gives the
+    weighted functions ``p_k(z) · start``, which stay in range where ``p_k`` alone would overflow.
+    """
+    if kind not in ORTHONORMAL_KINDS:
+        raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
+    max_degree = nonnegative_int("max_degree", max_degree)
+    z = np.asarray(z, dtype=np.float64)
+    start = np.ones_like(z) if start is None else np.broadcast_to(start, z.shape)
+    out = np.empty((max_degree + 1, *z.shape))
+    out[0] = start
+    if max_degree >= 1:
+        out[1] = z * start / recurrence_coefficient(kind, 1)  # a_0 = 0
+    for m in range(1, max_degree):
+        a_m, a_next = recurrence_coefficient(kind, m), recurrence_coefficient(kind, m + 1)
+        out[m + 1] = (z * out[m] - a_m * out[m - 1]) / a_next
+    return out
 
 
 def _monomial_coefficient(index_tuple: tuple[int, ...]) -> float:
@@ -120,7 +132,7 @@ def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> n
         if c == 0:
             continue
         if kind in ORTHONORMAL_KINDS:
-            out = out * _orthonormal(x[..., j], int(c), kind)
+            out = out * orthonormal_table(kind, int(c), x[..., j])[-1]
         else:
             out = out * x[..., j] ** int(c)
     if kind == "monomial":
@@ -131,7 +143,7 @@ def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> n
 def _check_index_tuples(index_tuples, dim: int) -> tuple[tuple[int, ...], ...]:
     out = []
     for t in index_tuples:
-        t = tuple(int(i) for i in t)
+        t = tuple(integer("index tuples' coordinates", i, minimum=0, maximum=dim - 1) for i in t)
         if len(t) < 1 or any(i < 0 or i >= dim for i in t) or list(t) != sorted(t):
             raise ValueError(
                 f"index tuples must be non-empty sorted tuples of coordinates in [0, {dim}), got {t}"

@@ -55,6 +55,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import erf as _erf
 
+from ._validate import as_array, flag, integer, nonnegative_float, positive_float
+from .features import orthonormal_table
+
 __all__ = [
     "Link",
     "LINKS",
@@ -75,21 +78,36 @@ __all__ = [
 ]
 
 _PHI0 = 1.0 / math.sqrt(2.0 * math.pi)  # φ(0)
+#: Largest degree in the raw basis ``He_k`` (``k!`` overflows float64 beyond it).
+MAX_RAW_DEGREE = 170
+#: Largest degree in the orthonormal basis ``h_k`` (quadrature cost grows like ``k²``).
+MAX_DEGREE = 2000
 _NODES_PER_PANEL = 48
+# A panel whose halves disagree by more than this fraction of ∫|f|φ holds a kink or a jump.
+_KINK_TOLERANCE = 1e-12
 _PANEL_WIDTH = 0.5
 
 
 # --------------------------------------------------------------------------------------------------
 # Validation helpers
 # --------------------------------------------------------------------------------------------------
-def _degree(name: str, value) -> int:
-    """A non-negative integer (``bool`` and floats rejected, NumPy integers accepted)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    value = int(value)
-    if value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return value
+def _degree(name: str, value, *, normalized: bool = True) -> int:
+    """A degree in ``[0, MAX_DEGREE]`` (``[0, MAX_RAW_DEGREE]`` in the raw basis ``He_k``).
+
+    Past ``MAX_RAW_DEGREE = 170``, ``k!`` overflows float64, so raw coefficients ``μ_k`` and raw
+    polynomials would be infinite: the orthonormal basis (``normalized=True``) goes further.
+    """
+    limit = MAX_DEGREE if normalized else MAX_RAW_DEGREE
+    try:
+        return integer(name, value, minimum=0, maximum=limit)
+    except ValueError as err:
+        if normalized or isinstance(err, TypeError) or int(value) > MAX_DEGREE:
+            raise
+        raise ValueError(
+            f"{err}: beyond k = {MAX_RAW_DEGREE} the raw Hermite numbers overflow float64; "
+            "use normalized=True (orthonormal h_k = He_k/sqrt(k!)), which accepts "
+            f"k <= {MAX_DEGREE}"
+        ) from None
 
 
 def _check_callable(f) -> None:
@@ -146,14 +164,9 @@ def hermite_he(k: int, z):
     >>> float(hermite_he(3, 2.0))  # z³ − 3z at z = 2
     2.0
     """
-    k = _degree("k", k)
-    z = np.asarray(z, dtype=np.float64)
-    prev, cur = np.ones_like(z), z.copy()
-    if k == 0:
-        return prev
-    for j in range(1, k):
-        prev, cur = cur, z * cur - j * prev
-    return cur
+    k = _degree("k", k, normalized=False)
+    z = as_array("z", z, None)
+    return _table(k, z, np.ones_like(z), normalized=False)[k]
 
 
 def hermite_normalized(k: int, z):
@@ -183,33 +196,38 @@ def hermite_table(max_degree: int, z, *, normalized: bool = False):
     numpy.ndarray
         Shape ``(K + 1, *S)``; row ``k`` holds degree ``k``.
     """
-    max_degree = _degree("max_degree", max_degree)
-    z = np.asarray(z, dtype=np.float64)
+    normalized = flag("normalized", normalized)
+    max_degree = _degree("max_degree", max_degree, normalized=normalized)
+    z = as_array("z", z, None)
     return _table(max_degree, z, np.ones_like(z), normalized)
 
 
 def _table(max_degree: int, z: np.ndarray, start: np.ndarray, normalized: bool) -> np.ndarray:
     """The recurrence started from ``h_0 = start``: rows are ``start · He_k`` (or ``start · h_k``).
 
-    The recurrence is linear, so starting from ``√(weight)`` gives the weighted Hermite *functions*
-    ``h_k(z) √w(z)``, which stay bounded where ``h_k`` overflows and ``w`` underflows (``k ≳ 300``).
+    The orthonormal rows come from :func:`icl_book.features.orthonormal_table` (the one
+    implementation of the recurrence); starting from ``√(weight)`` gives the weighted Hermite
+    *functions* ``h_k(z) √w(z)``, which stay bounded where ``h_k`` overflows and ``w`` underflows
+    (``k ≳ 300``). The raw rows use ``He_{k+1} = z He_k − k He_{k−1}``.
     """
+    if normalized:
+        return orthonormal_table("hermite", max_degree, z, start)
     out = np.empty((max_degree + 1, *z.shape))
     out[0] = start
     if max_degree >= 1:
         out[1] = z * start
     for j in range(1, max_degree):
-        if normalized:
-            out[j + 1] = (z * out[j] - math.sqrt(j) * out[j - 1]) / math.sqrt(j + 1)
-        else:
-            out[j + 1] = z * out[j] - j * out[j - 1]
+        out[j + 1] = z * out[j] - j * out[j - 1]
     return out
 
 
+#: Largest ``n`` for :func:`double_factorial` (an exact integer of about 18,000 digits).
+MAX_DOUBLE_FACTORIAL = 10_000
+
+
 def double_factorial(n: int) -> int:
-    """``n!! = n (n−2) (n−4) ⋯`` with ``(−1)!! = 0!! = 1``; ``n >= −1``."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < -1:
-        raise ValueError(f"n must be an integer >= -1, got {n!r}")
+    """``n!! = n (n−2) (n−4) ⋯`` with ``(−1)!! = 0!! = 1``; ``-1 <= n <= MAX_DOUBLE_FACTORIAL``."""
+    n = integer("n", n, minimum=-1, maximum=MAX_DOUBLE_FACTORIAL)
     out = 1
     for j in range(int(n), 0, -2):
         out *= j
@@ -308,35 +326,117 @@ def _evaluate(f, z: np.ndarray) -> np.ndarray:
     return values
 
 
-def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes, square-root weights and checked values of ``f`` for a rule up to ``max_degree``."""
-    _check_callable(f)
-    z, _, sqrt_w = _rule(max_degree, _kinks_of(f, kinks))
+def _panel_integral(f, a: float, b: float) -> tuple[float, float]:
+    """Gauss–Legendre ``∫_a^b f φ`` and ``∫_a^b |f| φ`` on one panel."""
+    t, w = _legendre()
+    mid, rad = 0.5 * (a + b), 0.5 * (b - a)
+    z = mid + rad * t
     fz = _evaluate(f, z)
-    # Finite second moment: f² φ must have decayed at both ends of [−L, L] (else E f² is infinite or
-    # the Gaussian tail beyond L is not negligible, and every number below would be wrong).
-    with np.errstate(over="ignore"):  # an overflow means E f² = inf, reported below
-        dens = (fz * sqrt_w) ** 2
-    total = float(np.sum(dens))
-    edge = float(max(dens[:_NODES_PER_PANEL].max(), dens[-_NODES_PER_PANEL:].max()))
-    if not math.isfinite(total) or edge > 1e-14 * max(total, 1e-300):
-        raise ValueError(
-            "E f(Z)² appears to be infinite: f(z)² φ(z) has not decayed at |z| = "
-            f"{abs(float(z[0])):.3g} (f must satisfy E f(Z)² < ∞, e.g. grow slower than exp(z²/4))"
-        )
+    weights = rad * w * np.exp(-0.5 * z * z) * _PHI0
+    return float(weights @ fz), float(weights @ np.abs(fz))
+
+
+def _split_gap(f, a: float, b: float) -> tuple[float, float]:
+    """How much the one-panel rule on ``[a, b]`` disagrees with the two half-panel rules."""
+    m = 0.5 * (a + b)
+    whole, size = _panel_integral(f, a, b)
+    left, _ = _panel_integral(f, a, m)
+    right, _ = _panel_integral(f, m, b)
+    return abs(whole - (left + right)), size
+
+
+def _undeclared_kinks(f, z: np.ndarray, fz: np.ndarray, sqrt_w: np.ndarray) -> list[float]:
+    """Points inside a panel where ``f`` is not smooth, located by bisection to rounding accuracy.
+
+    A 48-node Gauss–Legendre panel integrates a smooth ``f φ`` to rounding error, so the panel and
+    its two halves agree to ~1e-16 of ``∫|f|φ``; across a kink or jump they disagree by far more.
+    Bisecting towards the half that still disagrees pins the kink down; it then becomes a breakpoint
+    and is integrated exactly like a declared one.
+    """
+    n = _NODES_PER_PANEL
+    t, w = _legendre()
+    found = []
+    for start in range(0, z.size, n):
+        zp = z[start : start + n]
+        # The panel's end points, from its Gauss–Legendre nodes (affine images of t).
+        rad = (zp[-1] - zp[0]) / (t[-1] - t[0])
+        mid = zp[0] - rad * t[0]
+        a, b = mid - rad, mid + rad
+        gap, size = _split_gap(f, a, b)
+        if size == 0.0 or gap <= _KINK_TOLERANCE * size:
+            continue
+        for _ in range(200):
+            if b - a <= 4 * np.spacing(max(abs(a), abs(b), 1.0)):
+                break
+            m = 0.5 * (a + b)
+            gap_left, size_left = _split_gap(f, a, m)
+            gap_right, size_right = _split_gap(f, m, b)
+            left_bad = gap_left > _KINK_TOLERANCE * max(size_left, 1e-300)
+            right_bad = gap_right > _KINK_TOLERANCE * max(size_right, 1e-300)
+            if left_bad == right_bad:  # the kink sits at the midpoint (or there are two)
+                if not left_bad:
+                    break
+                a, b = (a, m) if gap_left >= gap_right else (m, b)
+                continue
+            a, b = (a, m) if left_bad else (m, b)
+        found.append(0.5 * (a + b))
+    return found
+
+
+def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes, square-root weights and checked values of ``f`` for a rule up to ``max_degree``.
+
+    Kinks that ``f`` does not declare are found and added as breakpoints (see
+    :func:`_undeclared_kinks`), so the accuracy does not depend on declaring them.
+    """
+    _check_callable(f)
+    points = _kinks_of(f, kinks)
+    z, _, sqrt_w = _rule(max_degree, points)
+    fz = _evaluate(f, z)
+    extra = _undeclared_kinks(f, z, fz, sqrt_w)
+    if extra:
+        points = tuple(sorted(set(points) | set(extra)))
+        z, _, sqrt_w = _rule(max_degree, points)
+        fz = _evaluate(f, z)
+    with np.errstate(over="ignore"):  # an overflow means E f² = inf, refused by the check
+        density = (fz * sqrt_w) ** 2
+    _check_decay("f(z)² φ(z)", density, z)
     return z, sqrt_w, fz
+
+
+def _check_decay(what: str, density, z: np.ndarray) -> None:
+    """Refuse an integrand that has not decayed at the ends of the rule (its integral would be wrong)."""
+    if density is not None:
+        density = np.abs(density)
+        total = float(np.sum(density))
+        edge = float(max(density[:_NODES_PER_PANEL].max(), density[-_NODES_PER_PANEL:].max()))
+    if density is None or not math.isfinite(total) or edge > 1e-14 * max(total, 1e-300):
+        raise ValueError(
+            f"the integral appears to be infinite: {what} has not decayed at |z| = "
+            f"{abs(float(z[0])):.3g} (the function must grow slower than exp(z²/4))"
+        )
 
 
 def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     """``E[g(Z)]`` for ``Z ~ N(0, 1)`` by the kink-aware quadrature of this module.
 
-    ``g`` is a vectorised callable; declare points where ``g`` is not smooth with ``kinks``
-    (``z = 0`` is always handled). The rule covers ``|z| <= 22.7`` (enough for ``g = f · He_k²``
-    with ``k <= 40`` and ``f`` of polynomial growth). Raises like :func:`hermite_coefficients`.
+    ``g`` is a vectorised callable; points where ``g`` is not smooth may be declared with ``kinks``
+    (``z = 0`` is always a breakpoint) and are otherwise located automatically. The rule covers
+    ``|z| <= 22.7`` (enough for ``g = f · He_k²`` with ``k <= 40`` and ``f`` of polynomial growth);
+    a ``g`` whose ``g φ`` has not decayed there (``E|g| = ∞``, or a tail beyond the rule) is refused.
+    Raises like :func:`hermite_coefficients`.
     """
     _check_callable(g)
-    z, w, _ = _rule(40, _kinks_of(g, kinks))
+    points = _kinks_of(g, kinks)
+    z, w, _ = _rule(40, points)
     gz = _evaluate(g, z)
+    extra = _undeclared_kinks(g, z, gz, None)
+    if extra:
+        z, w, _ = _rule(40, tuple(sorted(set(points) | set(extra))))
+        gz = _evaluate(g, z)
+    with np.errstate(over="ignore", invalid="ignore"):
+        density = w * gz
+    _check_decay("g(z) φ(z)", density if np.all(np.isfinite(density)) else None, z)
     return float(np.einsum("n,n->", w, gz))
 
 
@@ -381,7 +481,8 @@ def hermite_coefficients(
     array([0., 3., 0., 6., 0.])
     """
     _check_callable(f)
-    max_degree = _degree("max_degree", max_degree)
+    normalized = flag("normalized", normalized)
+    max_degree = _degree("max_degree", max_degree, normalized=normalized)
     z, sqrt_w, fz = _values_on_rule(f, max_degree, kinks)
     h = _table(max_degree, z, sqrt_w, normalized=True)  # h_k(z_i) √w_i
     coef = np.einsum("kn,n->k", h, sqrt_w * fz)  # deterministic summation (no BLAS threading)
@@ -415,10 +516,7 @@ def effective_noise(f, rho: float = 0.0, *, kinks: Iterable[float] | None = None
     This is what linear attention sees as noise (SCIENCE.md §4): the nonlinear energy *plus*
     ``μ_0²`` (the model has no bias and is odd in the query).
     """
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
-        raise TypeError(f"rho must be a real number >= 0, got {rho!r}")
-    if not math.isfinite(float(rho)) or rho < 0:
-        raise ValueError(f"rho must be a finite real number >= 0, got {rho!r}")
+    rho = nonnegative_float("rho", rho)
     mu1 = linear_component(f, kinks=kinks)
     return max(float(rho) + second_moment(f, kinks=kinks) - mu1**2, float(rho))
 
@@ -446,9 +544,15 @@ def hermite_series(coefficients, z, *, normalized: bool = False):
     ``coefficients`` has shape ``(K + 1,)`` as returned by :func:`hermite_coefficients` with the
     same ``normalized`` flag; the result has the shape of ``z``.
     """
-    c = np.asarray(coefficients, dtype=np.float64)
-    if c.ndim != 1 or c.size < 1:
-        raise ValueError(f"coefficients must have shape (K + 1,), got {c.shape}")
+    normalized = flag("normalized", normalized)
+    c = as_array("coefficients", coefficients, 1)
+    if c.size < 1:
+        raise ValueError(f"coefficients must have shape (K + 1,) with K >= 0, got {c.shape}")
+    if not normalized and c.size - 1 > MAX_RAW_DEGREE:
+        raise ValueError(
+            f"coefficients has {c.size} raw terms; raw (μ_k) series are limited to K <= "
+            f"{MAX_RAW_DEGREE} (k! overflows): pass orthonormal coefficients with normalized=True"
+        )
     h = hermite_table(c.size - 1, z, normalized=True)
     scale = np.ones(c.size) if normalized else 1.0 / _sqrt_factorials(c.size - 1)
     return np.tensordot(c * scale, h, axes=1)
@@ -499,8 +603,11 @@ class Link:
         return self.coefficient is not None
 
     def closed_form_coefficients(self, max_degree: int, *, normalized: bool = False) -> np.ndarray:
-        """``[μ_0, …, μ_K]`` from the closed form (``ValueError`` when the link has none)."""
-        max_degree = _degree("max_degree", max_degree)
+        """``[μ_0, …, μ_K]`` from the closed form (``ValueError`` when the link has none).
+
+        ``K <= MAX_RAW_DEGREE``: the closed forms give the raw ``μ_k``, which overflow beyond it.
+        """
+        max_degree = _degree("max_degree", max_degree, normalized=False)
         if self.coefficient is None:
             raise ValueError(
                 f"link {self.name!r} has no closed form; use hermite_coefficients(link, K)"
@@ -544,9 +651,7 @@ def erf_link(a: float = 1.0) -> Link:
     ``μ_{2m+1} = (2a/√π)(1+2a²)^{−1/2} (−1)^m (2m−1)!! (2a²/(1+2a²))^m``, even ``μ_k = 0``,
     ``E f² = (2/π) arcsin(2a²/(1+2a²))``.
     """
-    if isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a <= 0:
-        raise ValueError(f"a must be a finite real number > 0, got {a!r}")
-    a = float(a)
+    a = positive_float("a", a)
     s = 2.0 * a * a / (1.0 + 2.0 * a * a)
     pre = 2.0 * a / math.sqrt(math.pi) / math.sqrt(1.0 + 2.0 * a * a)
 

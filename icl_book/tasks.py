@@ -22,7 +22,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import generator, nonnegative_float, positive_int, square_matrix
+from ._validate import (
+    as_array,
+    finite_values,
+    generator,
+    nonnegative_float,
+    positive_int,
+    square_matrix,
+)
 
 __all__ = [
     "Prompts",
@@ -99,7 +106,7 @@ def sample_linear_prompts(
     if task_pool is None:
         tasks = rng.standard_normal((batch, dim))
     else:
-        pool = np.asarray(task_pool, dtype=np.float64)
+        pool = as_array("task_pool", task_pool, None)
         if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
             raise ValueError(
                 f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
@@ -159,7 +166,7 @@ def sample_single_index_prompts(
     if task_pool is None:
         tasks = sample_task_pool(batch, dim, rng=rng)
     else:
-        pool = np.asarray(task_pool, dtype=np.float64)
+        pool = as_array("task_pool", task_pool, None)
         if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
             raise ValueError(
                 f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
@@ -172,6 +179,7 @@ def sample_single_index_prompts(
         raise ValueError(
             f"link must be vectorised (map an array to an array of the same shape), got {clean.shape}"
         )
+    finite_values("link output", clean)
     y = clean + np.sqrt(noise_var) * rng.standard_normal(z.shape)
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
@@ -230,7 +238,7 @@ def sample_quadratic_prompts(
     if task_pool is None:
         tasks = sample_quadratic_tasks(batch, dim, rng=rng)
     else:
-        pool = np.asarray(task_pool, dtype=np.float64)
+        pool = as_array("task_pool", task_pool, None)
         if pool.ndim != 3 or pool.shape[1:] != (dim, dim) or pool.shape[0] < 1:
             raise ValueError(
                 f"task_pool must have shape (K, d, d) = (K, {dim}, {dim}), got {pool.shape}"
@@ -305,7 +313,7 @@ def sample_polynomial_prompts(
     if task_pool is None:
         tasks = rng.standard_normal((batch, n_feat)) / np.sqrt(n_feat)
     else:
-        pool = np.asarray(task_pool, dtype=np.float64)
+        pool = as_array("task_pool", task_pool, None)
         if pool.ndim != 2 or pool.shape[1] != n_feat or pool.shape[0] < 1:
             raise ValueError(
                 f"task_pool must have shape (K, F) = (K, {n_feat}) with K >= 1, got {pool.shape}"

@@ -19,7 +19,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from ._validate import as_array, nonnegative_float, positive_float, reduced_gamma, task_vectors
+from ._validate import (
+    ArgumentTypeError,
+    as_array,
+    covariance,
+    nonnegative_float,
+    positive_float,
+    reduced_gamma,
+    task_vectors,
+)
 
 __all__ = ["wishart_stieltjes", "icl_error", "idg_error", "error_of_gamma", "task_moments"]
 __all__ += [
@@ -33,23 +41,35 @@ __all__ += [
 # --- asymptotics: closed forms of Lu et al. (chapter 3) ---
 
 
-def _check_array(name: str, value, *, positive: bool) -> np.ndarray:
+#: Smallest α and κ accepted: below them ``x* = (1+ρ)/α`` or ``1/κ`` overflow the formulas' squares.
+MIN_RATIO = 1e-8
+#: Smallest positive ridge accepted: below it the self-consistent equation at τ = 1 loses every
+#: significant digit (its denominator ``1 − τ − 2εS − ε²S'`` cancels to rounding error).
+MIN_RIDGE = 1e-12
+
+
+def _check_array(name: str, value, *, positive: bool, minimum: float | None = None) -> np.ndarray:
     """``value`` as a float64 array; every entry ``> 0`` (``positive``) or ``>= 0``; NaN rejected.
 
-    ``inf`` is accepted (it is a meaningful limit for κ and, in the formulas, for τ and α).
+    ``inf`` is accepted (it is a meaningful limit for α, τ and κ). ``bool`` and ``str`` are refused,
+    not coerced. ``minimum`` is a stricter lower bound for positive entries.
     """
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a real number or an array of them, got {value!r}"
-        ) from None
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "iuf":
+        raise ArgumentTypeError(f"{name} must be a real number or an array of them, got {value!r}")
+    arr = raw.astype(np.float64)
     if np.any(np.isnan(arr)):
         raise ValueError(f"{name} must not be NaN, got {value!r}")
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name} must be > 0, got {value!r}")
     if not positive and np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if minimum is not None and np.any((arr > 0) & (arr < minimum)):
+        zero = "" if positive else "0 or "
+        raise ValueError(
+            f"{name} must be {zero}>= {minimum:g} (smaller values are outside the formulas' "
+            f"floating-point range), got {value!r}"
+        )
     return arr
 
 
@@ -93,9 +113,12 @@ def _icl_ridgeless(alpha, tau, inv_kappa, rho):
     x = (1.0 + rho) / alpha
     m = _m_kappa(x, inv_kappa)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mu = x * _m_kappa(x, tau * inv_kappa)  # only used for τ < 1 (τ = ∞ gives ∞ · 0 here)
+        # μ* = x* M_{κ/τ}(x*), only used for τ < 1 (τ = ∞ gives ∞ · 0 here). ((x−ρ)/x) μ* is written
+        # (x−ρ) M_{κ/τ}(x*) so that α = ∞ (x* = 0) gives its limit instead of 0/0.
+        m_tau = _m_kappa(x, tau * inv_kappa)
+        mu = x * m_tau
         small = (
-            tau * (1 + x) / (1 - tau) * (1 - tau * (1 - mu) ** 2 - (x - rho) / x * mu)
+            tau * (1 + x) / (1 - tau) * (1 - tau * (1 - mu) ** 2 - (x - rho) * m_tau)
             - 2 * tau * (1 - mu)
             + rho
             + 1
@@ -188,11 +211,11 @@ def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
     >>> round(icl_error(1.0, 2.0, rho=0.01), 5)
     1.02498
     """
-    alpha = _check_array("alpha", alpha, positive=True)
-    tau = _check_array("tau", tau, positive=True)
-    kappa = _check_array("kappa", kappa, positive=True)
+    alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
+    tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
+    kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
     rho = _check_array("rho", rho, positive=False)
-    ridge = _check_array("ridge", ridge, positive=False)
+    ridge = _check_array("ridge", ridge, positive=False, minimum=MIN_RIDGE)
     if np.any(np.isinf(rho)) or np.any(np.isinf(ridge)):
         raise ValueError("rho and ridge must be finite")
     a, t, ik, r, lam = np.broadcast_arrays(alpha, tau, 1.0 / kappa, rho, ridge)
@@ -223,9 +246,9 @@ def idg_error(alpha, tau, kappa, rho=0.0):
     float or numpy.ndarray
         ``e_IDG`` with the broadcast shape of the arguments.
     """
-    alpha = _check_array("alpha", alpha, positive=True)
-    tau = _check_array("tau", tau, positive=True)
-    kappa = _check_array("kappa", kappa, positive=True)
+    alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
+    tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
+    kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
     rho = _check_array("rho", rho, positive=False)
     if np.any(np.isinf(rho)):
         raise ValueError("rho must be finite")
@@ -233,8 +256,8 @@ def idg_error(alpha, tau, kappa, rho=0.0):
     x = (1.0 + r) / a
     m = _m_kappa(x, ik)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mu = x * _m_kappa(x, t * ik)
-        eps = (1 - t) * x / (t * mu)
+        # ε = (1−τ) x*/(τ μ̃) with μ̃ = x* M_{κ/τ}(x*): written without x*/x* so α = ∞ works.
+        eps = (1 - t) / (t * _m_kappa(x, t * ik))
         # c = 1 / (1 − κ / (1 + κ ε/(1−τ))²), with κ/(1 + κ a)² = (1/κ) / (1/κ + a)².
         c = 1.0 / (1.0 - ik / (ik + eps / (1 - t)) ** 2)
         small = t * (
@@ -282,12 +305,10 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
         mu = np.zeros(d)
         r_hat = np.eye(d)
     else:
-        mu = np.asarray(task_mean, dtype=np.float64)
+        mu = as_array("task_mean", task_mean, 1)
         if mu.shape != (d,):
             raise ValueError(f"task_mean must have shape ({d},), got {mu.shape}")
-        r_hat = np.asarray(task_second_moment, dtype=np.float64)
-        if r_hat.shape != (d, d):
-            raise ValueError(f"task_second_moment must have shape ({d}, {d}), got {r_hat.shape}")
+        r_hat = covariance("task_second_moment", task_second_moment, d)
     ell = alpha * d
     a_mat = np.empty((d + 1, d))
     a_mat[:d] = r_hat

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ._validate import nonnegative_float, positive_float, positive_int
+from ._validate import nonnegative_float, nonnegative_int, positive_float, positive_int
 
 __all__ = [
     "TrainResult",
@@ -274,7 +274,7 @@ def train_in_context(
         clip_grad = positive_float("clip_grad", clip_grad)
     if schedule not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
-    warmup = positive_int("warmup", warmup, minimum=0)
+    warmup = nonnegative_int("warmup", warmup)
     if warmup >= steps and warmup > 0:
         raise ValueError(f"warmup must be < steps = {steps}, got {warmup}")
     if eval_every is not None:

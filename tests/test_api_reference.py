@@ -18,7 +18,7 @@ def public_names() -> list[str]:
     """``module.name`` for every name in every ``__all__``, under the module that defines it."""
     names = set()
     for info in pkgutil.walk_packages(icl_book.__path__, "icl_book."):
-        if info.name.rsplit(".", 1)[-1].startswith("_") or info.name == "icl_book.sphinx_ext":
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
         module = importlib.import_module(info.name)
         for name in getattr(module, "__all__", []):

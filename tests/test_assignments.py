@@ -1,4 +1,4 @@
-"""Tests of icl_book.assignments: student/instructor notebooks, the autograder, the instructors page.
+"""Tests of booktools.assignments: student/instructor notebooks, the autograder, the instructors page.
 
 The unit tests use a small synthetic chapter (built in a tmp dir, with its own check module that uses the
 real framework of icl_book.checks), so they do not depend on any chapter of the book. The integration test
@@ -17,7 +17,7 @@ import jupytext
 import nbformat
 import pytest
 
-from icl_book import assignments as A
+from booktools import assignments as A
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -461,7 +461,7 @@ def test_every_chapter_is_registered_with_its_exercise_prefix():
 def test_instructors_page_table_is_up_to_date():
     page = ROOT / "chapters" / "instructors.md"
     assert A.update_instructors_page(page, check=True), (
-        "chapters/instructors.md is stale: run `python -m icl_book.assignments table --write chapters/instructors.md`"
+        "chapters/instructors.md is stale: run `python -m booktools.assignments table --write chapters/instructors.md`"
     )
 
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import pytest
 import yaml
 
-from icl_book import notebooks
+from booktools import notebooks
 
 from . import browser
 from .browser import DESKTOP, PHONE, Loaded, find_axe, find_chromium, serve

@@ -207,10 +207,16 @@ def test_nonlinear_ex3_correct_written_differently(answer, capsys):
 @pytest.mark.parametrize(
     "wrong",
     [
-        lambda m, r_eff, r: (lambda z: m * z + np.sqrt(r_eff - r) * (z**2 - 1)),  # E He_2² = 2 forgotten
-        lambda m, r_eff, r: (lambda z: m * z + np.sqrt((r_eff - r) / 6) * z**3),  # z³ has a linear part
+        lambda m, r_eff, r: (
+            lambda z: m * z + np.sqrt(r_eff - r) * (z**2 - 1)
+        ),  # E He_2² = 2 forgotten
+        lambda m, r_eff, r: (
+            lambda z: m * z + np.sqrt((r_eff - r) / 6) * z**3
+        ),  # z³ has a linear part
         lambda m, r_eff, r: (lambda z: m * z),  # no extra energy
-        lambda m, r_eff, r: (lambda z: m * z + np.sqrt(r_eff) * (z**2 - 1) / np.sqrt(2)),  # ρ_eff, not ρ_eff − ρ
+        lambda m, r_eff, r: (
+            lambda z: m * z + np.sqrt(r_eff) * (z**2 - 1) / np.sqrt(2)
+        ),  # ρ_eff, not ρ_eff − ρ
         lambda m, r_eff, r: (lambda z: float(m)),  # not vectorised, and wrong
         lambda m, r_eff, r: (m, r_eff),  # faked: returns the targets, not a function
         _stub,

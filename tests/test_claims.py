@@ -19,7 +19,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from icl_book import notebooks
+from booktools import notebooks
 
 from .conftest import ROOT
 

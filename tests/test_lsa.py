@@ -185,7 +185,9 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="dim must be an integer >= 1"):
         LinearSelfAttention(0)
     with pytest.raises(ValueError, match=r"xs must have shape \(B, N, 2\)"):
-        LinearSelfAttention(2)(torch.zeros(1, 3, 4), torch.zeros(1, 3), torch.zeros(1, 4))
+        LinearSelfAttention(2, init_scale=0.0)(
+            torch.zeros(1, 3, 4), torch.zeros(1, 3), torch.zeros(1, 4)
+        )
 
 
 def _sampler(input_cov, noise_var, n=20):

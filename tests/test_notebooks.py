@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from icl_book import notebooks
+from booktools import notebooks
 
 from .conftest import ROOT, VENV_BIN
 
@@ -144,7 +144,7 @@ def test_venv_bin_is_the_running_interpreter():
 
 def test_figure_index_page_is_up_to_date():
     page = ROOT / "chapters" / "figures.md"
-    assert page.exists(), "run `python -m icl_book.notebooks figure-index` (make execute does it)"
+    assert page.exists(), "run `python -m booktools.notebooks figure-index` (make execute does it)"
     assert page.read_text() == notebooks.figure_index_markdown(), (
-        "chapters/figures.md is stale: run `make execute` (or python -m icl_book.notebooks figure-index)"
+        "chapters/figures.md is stale: run `make execute` (or python -m booktools.notebooks figure-index)"
     )

@@ -2,7 +2,7 @@
 
 `make pdf` builds `_build/latex/icl-book.pdf` with xelatex and then the HTML again, which copies it to
 `_build/html/icl-book.pdf` and links it from the introduction and every page's download menu
-(`icl_book/sphinx_ext.py`). The tests that build it need xelatex; where it is missing (the TeX packages are
+(`booktools/sphinx_ext.py`). The tests that build it need xelatex; where it is missing (the TeX packages are
 ~1 GB; `make pdf` prints the apt-get line) they are skipped, and what the site then shows is checked instead:
 an HTML build without the PDF links to no PDF at all (tested on a one-page book below, with or without
 xelatex), so no link is ever dead.
@@ -108,7 +108,7 @@ def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made_pdf, t
 
 # --- without a PDF: no link --------------------------------------------------------------------------
 _CONF = """
-extensions = ["icl_book.sphinx_ext"]
+extensions = ["booktools.sphinx_ext"]
 html_theme = "sphinx_book_theme"
 html_theme_options = {"use_download_button": True}
 """

@@ -1,56 +1,15 @@
 """Attention layers and transformer blocks, with the exact weight constructions of the book.
 
-- :mod:`icl_book.attention.lsa` -- linear self-attention and the one-step-GD construction (chapter 2).
-- :mod:`icl_book.attention.glu` -- GLU feed-forward layers and the LSA+GLU block (chapter 5).
-- :mod:`icl_book.attention.deep` -- deep stacks performing block-coordinate descent (chapter 6).
+- :mod:`icl_book.attention.lsa` -- linear self-attention: the update, the one-step-GD construction
+  and the trainable layer.
+- :mod:`icl_book.attention.glu` -- GLU feed-forward layers and the LSA+GLU block.
+- :mod:`icl_book.attention.deep` -- deep stacks of blocks and block-coordinate descent.
 
-Each chapter's section below re-exports its public names.
+The NumPy functions take column tokens ``(B, D, N+1)``; the torch modules take prompts
+``(xs, ys, x_query)`` and work on row tokens ``(B, N+1, D)``; the last token is the query.
 """
 
-__all__: list[str] = []
-
-# --- lsa: linear self-attention and the one-step GD construction (chapter 2) ---
-from .lsa import (  # noqa: E402
-    LinearSelfAttention,
-    gd_lsa_weights,
-    lsa_forward,
-    lsa_predict,
-    token_matrix,
-)
-
-__all__ += ["LinearSelfAttention", "gd_lsa_weights", "lsa_forward", "lsa_predict", "token_matrix"]
-
-# --- glu: GLU feed-forward layers and the LSA+GLU block (chapter 5) ---
-from .glu import (  # noqa: E402
-    GLUFeedForward,
-    GLULSABlockWeights,
-    TransformerBlock,
-    glu_embed_prompts,
-    glu_lsa_block_forward,
-    glu_lsa_block_predict,
-    glu_lsa_block_weights,
-    glu_token_layout,
-    lsa_tokens,
-    quadratic_feature_pairs,
-    quadratic_features,
-)
-
-__all__ += [
-    "GLUFeedForward",
-    "GLULSABlockWeights",
-    "TransformerBlock",
-    "glu_embed_prompts",
-    "glu_lsa_block_forward",
-    "glu_lsa_block_predict",
-    "glu_lsa_block_weights",
-    "glu_token_layout",
-    "lsa_tokens",
-    "quadratic_feature_pairs",
-    "quadratic_features",
-]
-
-# --- depth: deep stacks performing block-coordinate descent (chapter 6) ---
-from .deep import (  # noqa: E402
+from .deep import (
     DeepBCDWeights,
     DeepTransformer,
     LearnedBCD,
@@ -60,8 +19,53 @@ from .deep import (  # noqa: E402
     deep_predict,
     min_deep_width,
 )
+from .glu import (
+    GLUFeedForward,
+    GLULSABlockWeights,
+    TransformerBlock,
+    glu_embed_prompts,
+    glu_lsa_block_forward,
+    glu_lsa_block_predict,
+    glu_lsa_block_weights,
+    glu_token_layout,
+    glu_update,
+    quadratic_feature_pairs,
+    quadratic_features,
+)
+from .lsa import (
+    LinearSelfAttention,
+    gd_lsa_weights,
+    lsa_forward,
+    lsa_predict,
+    lsa_query_readout,
+    lsa_tokens,
+    lsa_update,
+    token_matrix,
+)
 
-__all__ += [
+__all__ = [
+    # lsa
+    "LinearSelfAttention",
+    "gd_lsa_weights",
+    "lsa_forward",
+    "lsa_predict",
+    "lsa_query_readout",
+    "lsa_tokens",
+    "lsa_update",
+    "token_matrix",
+    # glu
+    "GLUFeedForward",
+    "GLULSABlockWeights",
+    "TransformerBlock",
+    "glu_embed_prompts",
+    "glu_lsa_block_forward",
+    "glu_lsa_block_predict",
+    "glu_lsa_block_weights",
+    "glu_token_layout",
+    "glu_update",
+    "quadratic_feature_pairs",
+    "quadratic_features",
+    # deep
     "DeepBCDWeights",
     "DeepTransformer",
     "LearnedBCD",

@@ -39,13 +39,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, positive_float, positive_int
-from ..features import FEATURE_KINDS, FeatureBlock, feature_index_tuples, recurrence_coefficient
+from .._validate import check_prompt_shapes, choice, positive_float, positive_int, size_limit
+from ..features import (
+    FEATURE_KINDS,
+    FeatureBlock,
+    feature_index_tuples,
+    n_features,
+    recurrence_coefficient,
+)
 from .glu import (
+    GLUFeedForward,
     GLULSABlockWeights,
     TransformerBlock,
     glu_embed_prompts,
+    glu_update,
 )
+from .lsa import lsa_update
+
+#: Largest feature space (number of features) that :func:`bcd_schedule` plans.
+MAX_PLAN_FEATURES = 5000
 
 __all__ = [
     "DeepBCDWeights",
@@ -120,8 +132,15 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
     n_scratch = positive_int("n_scratch", n_scratch)
-    if kind not in FEATURE_KINDS:
-        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    kind = choice("kind", kind, FEATURE_KINDS)
+    # The plan is built by list scans over all features: refuse, before enumerating, a feature
+    # space whose plan would take minutes.
+    size_limit(
+        f"the degree-{degree} feature space in d = {dim}",
+        n_features(dim, degree),
+        limit=MAX_PLAN_FEATURES,
+        what="features",
+    )
     order = feature_index_tuples(dim, degree)
     rank = {t: i for i, t in enumerate(order)}
     unassigned = list(order)
@@ -154,14 +173,21 @@ def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
     """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4)."""
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
-    s = 1
-    while True:
+    kind = choice("kind", kind, FEATURE_KINDS)
+    size_limit(
+        f"the degree-{degree} feature space in d = {dim}",
+        n_features(dim, degree),
+        limit=MAX_PLAN_FEATURES,
+        what="features",
+    )
+    # A scratch with a slot for every feature holds any feature with all it needs: the search ends.
+    for s in range(1, n_features(dim, degree) + 1):
         try:
             bcd_schedule(dim, degree, s, kind=kind)
         except ValueError:
-            s += 1
             continue
         return dim + 2 + s
+    raise AssertionError("no plan even with a slot for every feature")  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -391,7 +417,6 @@ def deep_forward(tokens, layers) -> np.ndarray:
     z = np.asarray(tokens, dtype=np.float64)
     if z.ndim != 3 or z.shape[2] < 2:
         raise ValueError(f"tokens must have shape (B, D, N+1) with N >= 1, got {z.shape}")
-    n = z.shape[2] - 1
     for i, layer in enumerate(layers):
         if not isinstance(layer, GLULSABlockWeights):
             raise TypeError(f"layers[{i}] must be a GLULSABlockWeights, got {type(layer).__name__}")
@@ -399,11 +424,7 @@ def deep_forward(tokens, layers) -> np.ndarray:
             raise ValueError(
                 f"layers[{i}] has width {layer.w_kq.shape[0]}, tokens have D = {z.shape[1]}"
             )
-        # Same algebra as chapter 5's glu_lsa_block_forward, with the products ordered for speed.
-        z = z + layer.w3 @ ((layer.w1 @ z) * (layer.w2 @ z))
-        ctx = z[:, :, :n]
-        cov = ctx @ np.swapaxes(ctx, 1, 2) / n  # (1/N) Z M Zᵀ, (B, D, D)
-        z = z + (layer.w_pv @ cov @ layer.w_kq) @ z
+        z = lsa_update(glu_update(z, layer.w1, layer.w2, layer.w3), layer.w_kq, layer.w_pv)
     return z
 
 
@@ -508,7 +529,9 @@ class DeepTransformer(nn.Module):
     ):
         """The exact construction as a torch stack (each block keeps its own hidden width)."""
         weights = _check_deep_weights(weights)
-        model = cls(weights.dim, weights.width, 1, dtype=dtype, device=device)
+        model = cls.__new__(cls)
+        nn.Module.__init__(model)
+        model.dim, model.width = weights.dim, weights.width
         model.blocks = nn.ModuleList(
             TransformerBlock.from_weights(layer, dtype=dtype, device=device)
             for layer in weights.layers
@@ -574,12 +597,14 @@ class LearnedBCD(nn.Module):
         self.construction = deep_bcd_weights(dim, degree, width, eta0, 1, kind=kind)
         self.dim, self.width = self.construction.dim, self.construction.width
         n_writers = min(self.depth, len(self.construction.layers))
-        for b in range(n_writers):
-            w = self.construction.layers[b]
-            for name, arr in (("w1", w.w1), ("w2", w.w2), ("w3", w.w3)):
-                self.register_buffer(
-                    f"{name}_{b}", torch.as_tensor(arr, dtype=dtype, device=device)
-                )
+        # The construction's feature writers, frozen: GLU layers whose weights are not trained.
+        self.writers = nn.ModuleList()
+        for w in self.construction.layers[:n_writers]:
+            glu = GLUFeedForward(
+                w.w1.shape[1], w.w1.shape[0], init_scale=0.0, dtype=dtype, device=device
+            )
+            glu.load_numpy(w.w1, w.w2, w.w3).requires_grad_(False)
+            self.writers.append(glu)
         self.n_writers = n_writers
         self.n_features = [len(self.construction.schedule[b][0]) for b in range(n_writers)]
         self.gammas = nn.ParameterList(
@@ -593,7 +618,7 @@ class LearnedBCD(nn.Module):
         """The features each writer layer puts in the scratch: ``(B, N+1, m_b)`` per layer of one cycle."""
         s0 = self.dim + 1
         out = []
-        ref = self.w1_0
+        ref = self.writers[0].w1
         xs, ys, x_query = (
             torch.as_tensor(a, dtype=ref.dtype, device=ref.device) for a in (xs, ys, x_query)
         )
@@ -621,9 +646,8 @@ class LearnedBCD(nn.Module):
                 ],
                 dim=-1,
             )  # [x; 1; scratch; y = 0]: the GLUs never read y
-            for b in range(self.n_writers):
-                w1, w2, w3 = (getattr(self, f"{n}_{b}") for n in ("w1", "w2", "w3"))
-                z = z + ((z @ w1.T) * (z @ w2.T)) @ w3.T
+            for b, glu in enumerate(self.writers):
+                z = glu(z)
                 out.append(z[..., s0 : s0 + self.n_features[b]].clone())
         return out
 

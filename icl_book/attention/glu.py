@@ -33,7 +33,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, finite_float, positive_int
+from .._validate import (
+    check_prompt_shapes,
+    finite_float,
+    flag,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+)
+from ..features import feature_map
+from ._params import check_generator, initial_parameter
+from .lsa import lsa_query_readout, lsa_tokens, lsa_update
 
 __all__ = [
     "GLULSABlockWeights",
@@ -44,7 +54,7 @@ __all__ = [
     "glu_lsa_block_forward",
     "glu_lsa_block_predict",
     "glu_embed_prompts",
-    "lsa_tokens",
+    "glu_update",
     "GLUFeedForward",
     "TransformerBlock",
 ]
@@ -96,17 +106,14 @@ def quadratic_features(x, *, whitened: bool = False) -> np.ndarray:
     ``whitened=True``: the Hermite-orthonormal features ``(x_j² − 1)/√2`` and ``x_j x_k`` (``j < k``),
     whose covariance under ``x ~ N(0, I_d)`` is the identity (chapter 1: ``He_2(z)/√2!``).
     """
+    whitened = flag("whitened", whitened)
     x = np.asarray(x, dtype=np.float64)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"x must have shape (..., d) with d >= 1, got {x.shape}")
-    pairs = quadratic_feature_pairs(x.shape[-1])
-    cols = []
-    for j, k in pairs:
-        if j == k:
-            cols.append((x[..., j] ** 2 - 1) / np.sqrt(2) if whitened else x[..., j] ** 2)
-        else:
-            cols.append(x[..., j] * x[..., k] * (1.0 if whitened else np.sqrt(2)))
-    return np.stack(cols, axis=-1)
+    # The degree-2 part of the book's feature map (icl_book.features), whose pair order is
+    # quadratic_feature_pairs: orthonormal Hermite features, or monomials scaled so that
+    # q(x)·q(x') = (x·x')².
+    return feature_map(x, 2, kind="hermite" if whitened else "monomial")[..., x.shape[-1] :]
 
 
 def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> dict[str, slice]:
@@ -115,7 +122,7 @@ def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> dict
     ``const`` is an empty slice when ``constant`` is ``False``.
     """
     dim = positive_int("dim", dim)
-    n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
+    n_scratch = nonnegative_int("n_scratch", n_scratch)
     c = 1 if constant else 0
     return {
         "x": slice(0, dim),
@@ -238,11 +245,15 @@ def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
         raise ValueError(
             f"tokens must have shape (B, D = {w_kq.shape[0]}, N+1 >= 2), got {z.shape}"
         )
-    z = z + w3 @ ((w1 @ z) * (w2 @ z))  # GLU on every column (token)
-    n = z.shape[2] - 1
-    ctx = z[:, :, :n]
-    cov = ctx @ np.swapaxes(ctx, 1, 2) / n  # (1/N) Z M Zᵀ
-    return z + (w_pv @ cov @ w_kq) @ z  # batched matmuls (a 4-operand einsum would loop naively)
+    return lsa_update(glu_update(z, w1, w2, w3), w_kq, w_pv)
+
+
+def glu_update(z: np.ndarray, w1: np.ndarray, w2: np.ndarray, w3: np.ndarray) -> np.ndarray:
+    """The bilinear GLU on every column token of ``z (B, D, N+1)``: ``z + W_3 [(W_1 z) ⊙ (W_2 z)]``.
+
+    The one NumPy implementation (torch: :class:`GLUFeedForward`); no validation, callers validate.
+    """
+    return z + w3 @ ((w1 @ z) * (w2 @ z))
 
 
 def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.ndarray:
@@ -269,9 +280,7 @@ def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.nd
 # ---------------------------------------------------------------------------------------------------
 
 
-def _param(shape, scale, generator, dtype, device):
-    w = torch.randn(*shape, generator=generator, dtype=dtype) * scale
-    return nn.Parameter(w.to(device) if device is not None else w)
+_param = initial_parameter
 
 
 class GLUFeedForward(nn.Module):
@@ -311,9 +320,12 @@ class GLUFeedForward(nn.Module):
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.hidden_dim = positive_int("hidden_dim", hidden_dim)
-        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        scale = (
+            1 / np.sqrt(self.embed_dim)
+            if init_scale is None
+            else nonnegative_float("init_scale", init_scale)
+        )
+        check_generator(generator, scale)
         self.w1 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
         self.w2 = _param((self.hidden_dim, self.embed_dim), scale, generator, dtype, device)
         self.w3 = _param((self.embed_dim, self.hidden_dim), scale, generator, dtype, device)
@@ -336,22 +348,6 @@ class GLUFeedForward(nn.Module):
                 raise ValueError(f"{name} must have shape {tuple(p.shape)}, got {arr.shape}")
             p.copy_(torch.from_numpy(arr).to(dtype=p.dtype, device=p.device))
         return self
-
-
-def lsa_tokens(
-    z: torch.Tensor, w_kq: torch.Tensor, w_pv: torch.Tensor, n_queries: int = 1
-) -> torch.Tensor:
-    """Linear self-attention on row tokens ``z (B, T, D)``; the last ``n_queries`` tokens are queries.
-
-    ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
-    context tokens: the row form of ``Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``.
-    """
-    n = z.shape[-2] - n_queries
-    if n < 1:
-        raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
-    ctx = z[..., :n, :]
-    cov = ctx.transpose(-1, -2) @ ctx / n  # (B, D, D)
-    return z + z @ (w_pv @ cov @ w_kq).transpose(-1, -2)
 
 
 class TransformerBlock(nn.Module):
@@ -398,13 +394,16 @@ class TransformerBlock(nn.Module):
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
-        self.n_scratch = positive_int("n_scratch", n_scratch, minimum=0)
-        hidden_dim = positive_int("hidden_dim", hidden_dim, minimum=0)
-        self.constant = bool(constant)
+        self.n_scratch = nonnegative_int("n_scratch", n_scratch)
+        hidden_dim = nonnegative_int("hidden_dim", hidden_dim)
+        self.constant = flag("constant", constant)
         self.embed_dim = glu_token_layout(self.dim, self.n_scratch, constant=self.constant)["D"]
-        scale = 1 / np.sqrt(self.embed_dim) if init_scale is None else float(init_scale)
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        scale = (
+            1 / np.sqrt(self.embed_dim)
+            if init_scale is None
+            else nonnegative_float("init_scale", init_scale)
+        )
+        check_generator(generator, scale)
         self.glu = (
             GLUFeedForward(
                 self.embed_dim,
@@ -463,9 +462,7 @@ class TransformerBlock(nn.Module):
         if self.glu is not None:
             z = self.glu(z)
         ctx, zq = z[:, :-1, :], z[:, -1, :]
-        values = ctx @ self.w_pv[-1]  # (B, N): the y-row of W^{PV} applied to each context token
-        scores = ctx @ (zq @ self.w_kq.T)[:, :, None]  # (B, N, 1): z_iᵀ W^{KQ} z_q
-        return -(zq[:, -1] + (values * scores[..., 0]).mean(dim=1))
+        return -(zq[:, -1] + lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
 
     @classmethod
     def from_weights(
@@ -475,7 +472,13 @@ class TransformerBlock(nn.Module):
         w = _check_weights(weights)
         n_scratch = w.w_kq.shape[0] - w.dim - int(w.constant) - 1
         block = cls(
-            w.dim, n_scratch, w.w1.shape[0], constant=w.constant, dtype=dtype, device=device
+            w.dim,
+            n_scratch,
+            w.w1.shape[0],
+            constant=w.constant,
+            init_scale=0.0,
+            dtype=dtype,
+            device=device,
         )
         block.glu.load_numpy(w.w1, w.w2, w.w3)
         with torch.no_grad():

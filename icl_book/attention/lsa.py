@@ -34,10 +34,10 @@ import torch
 from .._validate import (
     check_prompt_shapes,
     finite_float,
-    positive_float,
     positive_int,
     square_matrix,
 )
+from ._params import initial_parameter
 
 __all__ = [
     "token_matrix",
@@ -45,6 +45,9 @@ __all__ = [
     "gd_lsa_weights",
     "lsa_predict",
     "LinearSelfAttention",
+    "lsa_update",
+    "lsa_query_readout",
+    "lsa_tokens",
 ]
 
 
@@ -92,12 +95,46 @@ def lsa_forward(Z, W_KQ, W_PV) -> np.ndarray:
         raise ValueError(
             f"Z must have shape (B, d+1, N+1) or (d+1, N+1) with d, N >= 1, got {Z.shape}"
         )
-    d, n = Z.shape[1] - 1, Z.shape[2] - 1
-    W_KQ, W_PV = _weights(W_KQ, W_PV, d)
-    mask = np.diag(np.r_[np.ones(n), 0.0])  # M = diag(I_N, 0): the query is neither key nor value
-    update = W_PV @ Z @ mask @ Z.transpose(0, 2, 1) @ W_KQ @ Z / n
-    out = Z + update
+    W_KQ, W_PV = _weights(W_KQ, W_PV, Z.shape[1] - 1)
+    out = lsa_update(Z, W_KQ, W_PV)
     return out[0] if single else out
+
+
+def lsa_update(z: np.ndarray, w_kq: np.ndarray, w_pv: np.ndarray) -> np.ndarray:
+    """The LSA update on column tokens ``z (B, D, N+1)``: ``z + (1/N) W^{PV} Z M Zᵀ W^{KQ} z``.
+
+    The one implementation of the update for NumPy tokens (chapters 2, 5 and 6 call it); the last
+    column is the query, which ``M = diag(I_N, 0)`` keeps out of the keys and values. No validation:
+    the public callers validate.
+    """
+    n = z.shape[-1] - 1
+    ctx = z[..., :n]
+    cov = ctx @ np.swapaxes(ctx, -1, -2) / n  # (1/N) Z M Zᵀ, (B, D, D)
+    return z + (w_pv @ cov @ w_kq) @ z  # chained matmuls (a 4-operand einsum would loop naively)
+
+
+def lsa_query_readout(ctx, z_query, w_kq, w_pv_y):
+    """``(1/N) Σ_i (w_pv_y · z_i)(z_iᵀ W^{KQ} z_q)`` for torch row tokens: the query's label slot.
+
+    ``ctx (B, N, D)`` are the context tokens, ``z_query (B, D)`` the query token and ``w_pv_y (D,)``
+    the label row of ``W^{PV}``: the LSA update of the query's label entry alone, in ``O(B N D)``.
+    """
+    scores = ctx @ (z_query @ w_kq.T)[:, :, None]  # (B, N, 1): z_iᵀ W^{KQ} z_q
+    return ((ctx @ w_pv_y) * scores[..., 0]).mean(dim=1)
+
+
+def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
+    """Linear self-attention on torch row tokens ``z (B, T, D)``; the last ``n_queries`` are queries.
+
+    ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
+    context tokens: the row form of :func:`lsa_update`.
+    """
+    n = z.shape[-2] - n_queries
+    if n < 1:
+        raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
+    ctx = z[..., :n, :]
+    cov = ctx.transpose(-1, -2) @ ctx / n  # (B, D, D)
+    return z + z @ (w_pv @ cov @ w_kq).transpose(-1, -2)
 
 
 def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarray, np.ndarray]:
@@ -174,11 +211,13 @@ class LinearSelfAttention(torch.nn.Module):
     dim
         Input dimension ``d >= 1``.
     init_scale
-        Standard deviation of the i.i.d. Gaussian initial entries (``> 0``; the all-zero point is a saddle).
+        Standard deviation of the i.i.d. Gaussian initial entries (``>= 0``; 0 gives the all-zero
+        weights, a saddle of the training loss, and needs no generator).
     generator
-        ``torch.Generator`` for the initial weights (pass a seeded one for reproducible runs).
-    dtype
-        Parameter dtype (float64 by default).
+        Seeded ``torch.Generator`` for the initial weights: required when ``init_scale > 0`` (the
+        package never draws from torch's global random state).
+    dtype, device
+        Of the parameters (float64 on the CPU by default).
 
     Examples
     --------
@@ -194,22 +233,18 @@ class LinearSelfAttention(torch.nn.Module):
         init_scale: float = 0.1,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float64,
+        device=None,
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
-        init_scale = positive_float("init_scale", init_scale)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(
-                f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-            )
         shape = (self.dim + 1, self.dim + 1)
-        w_kq = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
-        w_pv = init_scale * torch.randn(shape, generator=generator, dtype=dtype)
-        self.W_KQ = torch.nn.Parameter(w_kq)
-        self.W_PV = torch.nn.Parameter(w_pv)
+        self.W_KQ = initial_parameter(shape, init_scale, generator, dtype, device)
+        self.W_PV = initial_parameter(shape, init_scale, generator, dtype, device)
 
     @classmethod
-    def from_weights(cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64) -> LinearSelfAttention:
+    def from_weights(
+        cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64, device=None
+    ) -> LinearSelfAttention:
         """Build a layer holding the given NumPy ``(d+1, d+1)`` weights (e.g. :func:`gd_lsa_weights`)."""
         W_KQ = np.asarray(W_KQ, dtype=np.float64)
         if W_KQ.ndim != 2 or W_KQ.shape[0] != W_KQ.shape[1] or W_KQ.shape[0] < 2:
@@ -218,7 +253,7 @@ class LinearSelfAttention(torch.nn.Module):
             )
         dim = W_KQ.shape[0] - 1
         W_KQ, W_PV = _weights(W_KQ, W_PV, dim)
-        model = cls(dim, dtype=dtype)
+        model = cls(dim, init_scale=0.0, dtype=dtype, device=device)
         with torch.no_grad():
             model.W_KQ.copy_(torch.as_tensor(W_KQ, dtype=dtype))
             model.W_PV.copy_(torch.as_tensor(W_PV, dtype=dtype))
@@ -241,9 +276,7 @@ class LinearSelfAttention(torch.nn.Module):
         zq = torch.cat(
             [x_query, torch.zeros_like(x_query[:, :1])], dim=1
         )  # (B, d+1): the query token
-        scores = torch.einsum("bnk,bk->bn", ctx, zq @ self.W_KQ.T)  # z_iᵀ W_KQ z_q
-        mixed = torch.einsum("bn,bnk->bk", scores, ctx) / n  # (1/N) Σ_i z_i (z_iᵀ W_KQ z_q)
-        return -(mixed @ self.W_PV[self.dim])
+        return -lsa_query_readout(ctx, zq, self.W_KQ, self.W_PV[self.dim])
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The current ``(W_KQ, W_PV)`` as float64 NumPy arrays."""
