@@ -1,0 +1,147 @@
+"""Tests of icl_book.simulate.sweep: validation, statistics and bitwise-identical tables on every executor."""
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from icl_book.simulate import SweepResult, simulated_errors, sweep
+from icl_book.theory import nonlinear_error_of_gamma
+
+# Small d so that a full table takes well under a second per task; κ finite (IDG) and a nonlinear teacher.
+POINTS = [
+    {"dim": 24, "alpha": 1.0, "tau": 2.0, "rho": 0.01},
+    {"dim": 24, "alpha": 1.0, "tau": 0.5, "kappa": 1.0, "rho": 0.01},
+    {"dim": 24, "alpha": 2.0, "tau": 1.5, "kappa": 0.5, "rho": 0.01, "ridge": 0.1},
+    {"dim": 20, "alpha": 1.0, "tau": 3.0, "kappa": 2.0, "rho": 0.1, "link": "tanh"},
+]
+SEEDS = [0, 1, 2]
+
+
+def _bits(table):
+    return [(r.icl, r.idg, r.icl_mean, r.icl_sem, r.idg_mean, r.idg_sem) for r in table]
+
+
+def _same(a, b):
+    """Bitwise equality of two tables (nan == nan)."""
+    flat_a = np.array([v for row in _bits(a) for part in row for v in np.atleast_1d(part)])
+    flat_b = np.array([v for row in _bits(b) for part in row for v in np.atleast_1d(part)])
+    return flat_a.tobytes() == flat_b.tobytes()
+
+
+@pytest.fixture(scope="module")
+def serial_table():
+    return sweep(POINTS, seeds=SEEDS)
+
+
+def test_table_is_tidy_and_matches_the_single_simulations(serial_table):
+    assert len(serial_table) == len(POINTS)
+    assert all(isinstance(r, SweepResult) for r in serial_table)
+    first = serial_table[0]
+    assert first.seeds == tuple(SEEDS) and first.kappa == np.inf and first.link is None
+    # Each seed is simulated_errors with default_rng(seed): the same numbers (1 BLAS thread for both).
+    from icl_book.simulate import _SingleBlasThread
+
+    with _SingleBlasThread():
+        direct = [
+            simulated_errors(24, 1.0, 0.5, 1.0, 0.01, rng=np.random.default_rng(s)) for s in SEEDS
+        ]
+    assert serial_table[1].icl == tuple(e.icl for e in direct)
+    assert serial_table[1].idg == tuple(e.idg for e in direct)
+    # Mean and standard error over seeds.
+    icl = np.array(serial_table[1].icl)
+    assert serial_table[1].icl_mean == pytest.approx(icl.mean(), rel=1e-15)
+    assert serial_table[1].icl_sem == pytest.approx(icl.std(ddof=1) / np.sqrt(3), rel=1e-12)
+    assert np.isnan(first.idg_mean) and np.isnan(first.idg_sem) and all(np.isnan(first.idg))
+    # The nonlinear point is evaluated with the exact nonlinear error, not the linear formula.
+    nl = serial_table[3]
+    assert nl.link == "tanh" and np.all(np.isfinite(nl.idg))
+    assert 0 < nl.icl_sem < nl.icl_mean
+
+
+def test_nonlinear_point_uses_the_exact_nonlinear_error():
+    from icl_book.simulate import _SingleBlasThread, pretrain_reduced_lsa
+
+    row = sweep([POINTS[3]], seeds=[5])[0]
+    with _SingleBlasThread():
+        gamma, _ = pretrain_reduced_lsa(
+            20, 1.0, 3.0, 2.0, 0.1, link=np.tanh, rng=np.random.default_rng(5)
+        )
+    assert row.icl[0] == nonlinear_error_of_gamma(gamma, "tanh", 1.0, 0.1)
+
+
+def test_thread_pool_gives_the_same_bits(serial_table):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        assert _same(sweep(POINTS, seeds=SEEDS, executor=pool), serial_table)
+
+
+def test_process_pool_gives_the_same_bits(serial_table):
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        assert _same(sweep(POINTS, seeds=SEEDS, executor=pool), serial_table)
+
+
+def test_independent_of_the_callers_blas_threads(serial_table):
+    """A fresh interpreter with 1 BLAS thread (this one uses the default) prints the same bits."""
+    code = (
+        "from tests.test_sweep import POINTS, SEEDS\n"
+        "from icl_book.simulate import sweep\n"
+        "print([[v.hex() for v in r.icl + r.idg] for r in sweep(POINTS, seeds=SEEDS)])\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == str([[v.hex() for v in r.icl + r.idg] for r in serial_table])
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_the_same_bits(serial_table):
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        table = sweep(POINTS, seeds=SEEDS, executor=client.get_executor())
+    assert _same(table, serial_table)
+
+
+@pytest.mark.parametrize(
+    ("points", "seeds", "error", "match"),
+    [
+        ("abc", [0], TypeError, "points"),
+        ([], [0], ValueError, "points"),
+        ([{"dim": 10, "alpha": 1.0}], [0], ValueError, "required keys"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0, "noise": 0.1}], [0], ValueError, "unknown keys"),
+        ([{"dim": 10.0, "alpha": 1.0, "tau": 1.0}], [0], TypeError, r"points\[0\]\['dim'\]"),
+        ([{"dim": 10, "alpha": -1.0, "tau": 1.0}], [0], ValueError, r"points\[0\]\['alpha'\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0, "kappa": 0}], [0], ValueError, "kappa"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0, "kappa": "1"}], [0], TypeError, "kappa"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0, "link": "nope"}], [0], ValueError, "link"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0, "link": 3}], [0], TypeError, "link"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1e-4}], [0], ValueError, "tau"),
+        ([7], [0], TypeError, r"points\[0\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [], ValueError, "seeds"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [0, 0], ValueError, "distinct"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [1.0], TypeError, r"seeds\[0\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [-1], ValueError, r"seeds\[0\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], 3, TypeError, "seeds"),
+    ],
+)
+def test_bad_inputs_name_the_argument(points, seeds, error, match):
+    with pytest.raises(error, match=match):
+        sweep(points, seeds=seeds)
+
+
+def test_bad_executor():
+    with pytest.raises(TypeError, match="executor"):
+        sweep([{"dim": 10, "alpha": 1.0, "tau": 1.0}], seeds=[0], executor=object())
