@@ -457,7 +457,8 @@ def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
 
     Examples
     --------
-    >>> print(f"{nonlinear_icl_error(np.abs, 2.0, 3.0, rho=0.1):.4f}")  # μ_1 = 0: (1 + 0.1) · 3/2
+    >>> e = nonlinear_icl_error(np.abs, 2.0, 3.0, rho=0.1)  # μ_1 = 0: (1 + 0.1) · 3/2
+    >>> print(f"{e:.4f}")
     1.6500
     """
     rho = nonnegative_float("rho", rho)
