@@ -326,61 +326,57 @@ def _evaluate(f, z: np.ndarray) -> np.ndarray:
     return values
 
 
-def _panel_integral(f, a: float, b: float) -> tuple[float, float]:
-    """Gauss–Legendre ``∫_a^b f φ`` and ``∫_a^b |f| φ`` on one panel."""
-    t, w = _legendre()
-    mid, rad = 0.5 * (a + b), 0.5 * (b - a)
-    z = mid + rad * t
-    fz = _evaluate(f, z)
-    weights = rad * w * np.exp(-0.5 * z * z) * _PHI0
-    return float(weights @ fz), float(weights @ np.abs(fz))
-
-
-def _split_gap(f, a: float, b: float) -> tuple[float, float]:
-    """How much the one-panel rule on ``[a, b]`` disagrees with the two half-panel rules."""
-    m = 0.5 * (a + b)
-    whole, size = _panel_integral(f, a, b)
-    left, _ = _panel_integral(f, a, m)
-    right, _ = _panel_integral(f, m, b)
-    return abs(whole - (left + right)), size
-
-
-def _undeclared_kinks(f, z: np.ndarray, fz: np.ndarray, sqrt_w: np.ndarray) -> list[float]:
+def _undeclared_kinks(f, z: np.ndarray) -> list[float]:
     """Points inside a panel where ``f`` is not smooth, located by bisection to rounding accuracy.
 
     A 48-node Gauss–Legendre panel integrates a smooth ``f φ`` to rounding error, so the panel and
     its two halves agree to ~1e-16 of ``∫|f|φ``; across a kink or jump they disagree by far more.
-    Bisecting towards the half that still disagrees pins the kink down; it then becomes a breakpoint
-    and is integrated exactly like a declared one.
+    All panels are tested at once (one evaluation of ``f`` on every half-panel); bisecting a panel
+    that disagrees, towards the half that still disagrees, pins the kink down, and it then becomes a
+    breakpoint, integrated exactly like a declared one.
     """
     n = _NODES_PER_PANEL
     t, w = _legendre()
+    zp = z.reshape(-1, n)
+    # The panels' end points, from their Gauss–Legendre nodes (affine images of t).
+    rad = (zp[:, -1] - zp[:, 0]) / (t[-1] - t[0])
+    mid = zp[:, 0] - rad * t[0]
+    a, b = mid - rad, mid + rad
+    gaps, sizes = _split_gaps(f, a, b)
     found = []
-    for start in range(0, z.size, n):
-        zp = z[start : start + n]
-        # The panel's end points, from its Gauss–Legendre nodes (affine images of t).
-        rad = (zp[-1] - zp[0]) / (t[-1] - t[0])
-        mid = zp[0] - rad * t[0]
-        a, b = mid - rad, mid + rad
-        gap, size = _split_gap(f, a, b)
-        if size == 0.0 or gap <= _KINK_TOLERANCE * size:
-            continue
+    for i in np.flatnonzero(gaps > _KINK_TOLERANCE * sizes):
+        lo, hi = float(a[i]), float(b[i])
         for _ in range(200):
-            if b - a <= 4 * np.spacing(max(abs(a), abs(b), 1.0)):
+            if hi - lo <= 4 * np.spacing(max(abs(lo), abs(hi), 1.0)):
                 break
-            m = 0.5 * (a + b)
-            gap_left, size_left = _split_gap(f, a, m)
-            gap_right, size_right = _split_gap(f, m, b)
-            left_bad = gap_left > _KINK_TOLERANCE * max(size_left, 1e-300)
-            right_bad = gap_right > _KINK_TOLERANCE * max(size_right, 1e-300)
-            if left_bad == right_bad:  # the kink sits at the midpoint (or there are two)
-                if not left_bad:
+            m = 0.5 * (lo + hi)
+            g, sz = _split_gaps(f, np.array([lo, m]), np.array([m, hi]))
+            bad = g > _KINK_TOLERANCE * np.maximum(sz, 1e-300)
+            if bad[0] == bad[1]:  # the kink sits at the midpoint (or there are two)
+                if not bad[0]:
                     break
-                a, b = (a, m) if gap_left >= gap_right else (m, b)
-                continue
-            a, b = (a, m) if left_bad else (m, b)
-        found.append(0.5 * (a + b))
+                lo, hi = (lo, m) if g[0] >= g[1] else (m, hi)
+            else:
+                lo, hi = (lo, m) if bad[0] else (m, hi)
+        found.append(0.5 * (lo + hi))
     return found
+
+
+def _split_gaps(f, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each panel ``[a_i, b_i]``: ``|rule − (left half + right half)|`` and ``∫|f|φ`` (rule)."""
+    t, w = _legendre()
+    m = 0.5 * (a + b)
+    lo = np.concatenate([a, a, m])
+    hi = np.concatenate([b, m, b])
+    centre, rad = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    nodes = centre[:, None] + rad[:, None] * t
+    fz = _evaluate(f, nodes.ravel()).reshape(nodes.shape)
+    weights = rad[:, None] * w * np.exp(-0.5 * nodes * nodes) * _PHI0
+    parts = np.einsum("pn,pn->p", weights, fz)
+    sizes = np.einsum("pn,pn->p", weights, np.abs(fz))
+    k = a.size
+    whole, left, right = parts[:k], parts[k : 2 * k], parts[2 * k :]
+    return np.abs(whole - (left + right)), sizes[:k]
 
 
 def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -393,7 +389,7 @@ def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, 
     points = _kinks_of(f, kinks)
     z, _, sqrt_w = _rule(max_degree, points)
     fz = _evaluate(f, z)
-    extra = _undeclared_kinks(f, z, fz, sqrt_w)
+    extra = _undeclared_kinks(f, z)
     if extra:
         points = tuple(sorted(set(points) | set(extra)))
         z, _, sqrt_w = _rule(max_degree, points)
@@ -430,7 +426,7 @@ def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     points = _kinks_of(g, kinks)
     z, w, _ = _rule(40, points)
     gz = _evaluate(g, z)
-    extra = _undeclared_kinks(g, z, gz, None)
+    extra = _undeclared_kinks(g, z)
     if extra:
         z, w, _ = _rule(40, tuple(sorted(set(points) | set(extra))))
         gz = _evaluate(g, z)
