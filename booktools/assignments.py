@@ -56,7 +56,9 @@ __all__ = [
     "student_notebook",
     "instructor_notebook",
     "nbgrader_source_notebook",
+    "release_notebook",
     "solution_leaks",
+    "edition_of",
     "build",
     "ExecutionRecord",
     "execute_notebook",
@@ -76,6 +78,9 @@ CHAPTERS_DIR = ROOT / "chapters"
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 STUB = "raise NotImplementedError()"
+CODE_STUB = ("# YOUR CODE HERE", STUB)  # nbgrader's ClearSolutions.code_stub["python"], line by line
+#: The first line of a collapsed solution code cell in the plain-notebook edition (booktools.editions).
+SOLUTION_TITLE = "# @title Solution (click to show)"
 ANSWER_STUB = (
     "YOUR ANSWER HERE"  # nbgrader's text stub: identical in our build and in nbgrader's release
 )
@@ -267,7 +272,8 @@ def load_notebook(path: str | os.PathLike):
 # Reading the conventions: solution markers, solution blocks, exercises, check cells
 # --------------------------------------------------------------------------------------------------
 def stub_solution(source: str) -> tuple[str, int]:
-    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region by ``raise NotImplementedError()``.
+    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region by nbgrader's stub
+    (``# YOUR CODE HERE`` and ``raise NotImplementedError()``).
 
     The stub keeps the indentation of the BEGIN marker; lines outside the regions are kept.
     Returns ``(new_source, number_of_regions)``. Raises :class:`AssignmentError` on unbalanced markers.
@@ -279,7 +285,8 @@ def stub_solution(source: str) -> tuple[str, int]:
             if in_solution:
                 raise AssignmentError("nested ### BEGIN SOLUTION")
             in_solution, regions = True, regions + 1
-            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + stub for stub in CODE_STUB)
         elif stripped == END_SOLUTION:
             if not in_solution:
                 raise AssignmentError("### END SOLUTION without ### BEGIN SOLUTION")
@@ -450,7 +457,54 @@ def _pieces(nb) -> list[_Piece]:
     return pieces
 
 
+def _is_edition(nb) -> bool:
+    """A plain-notebook edition (``booktools.editions``): its solution parts carry ``icl_edition.solution``."""
+    return "icl_edition" in nb.get("metadata", {})
+
+
+def _edition_pieces(nb) -> list[_Piece]:
+    """The pieces of a plain-notebook edition: one per cell, solutions marked by their cell metadata."""
+    pieces: list[_Piece] = []
+    for idx, cell in enumerate(nb.cells):
+        source = cell.get("source", "")
+        label = cell.get("metadata", {}).get("icl_edition", {}).get("solution")
+        if cell.cell_type == "code":
+            if len(_check_calls(source)) > 1:
+                raise AssignmentError(
+                    f"cell {idx} calls several checks: give each check its own cell"
+                )
+            check = check_call(cell)
+            if check is not None:
+                if label is not None:
+                    raise AssignmentError(
+                        f"cell {idx}: the check {check} is inside a solution block; "
+                        "put it after {solution-end}"
+                    )
+                pieces.append(_Piece(idx, "code", source, "check", check_label(check), cell))
+            elif label is not None:
+                role = "solution-code" if _has_markers(source) else "solution-extra"
+                pieces.append(_Piece(idx, "code", source, role, label, cell, in_block=True))
+            else:
+                pieces.append(_Piece(idx, "code", source, "code", None, cell))
+        elif cell.cell_type == "markdown" and label is not None:
+            pieces.append(_Piece(idx, "markdown", source, "solution-prose", label, cell, True))
+        else:
+            pieces.append(_Piece(idx, cell.cell_type, source, "text", None, cell))
+    return pieces
+
+
+def _edition_exercise_labels(nb) -> list[str]:
+    """Exercise labels of a plain edition, in order: every exercise has a solution or a check."""
+    labels = []
+    for p in _edition_pieces(nb):
+        if p.label and p.label not in labels:
+            labels.append(p.label)
+    return labels
+
+
 def _exercise_labels(nb) -> list[str]:
+    if _is_edition(nb):
+        return _edition_exercise_labels(nb)
     labels = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -504,10 +558,11 @@ def _points(cell) -> float:
 
 
 def _edition(nb, edition: str, source_name: str | None = None):
-    """Build one edition: ``student``, ``instructor`` or ``nbgrader`` (student cells, solutions kept)."""
+    """Build one edition: ``instructor``, or ``student``: the nbgrader source (student cells, marked
+    solutions kept), whose release (:func:`release_notebook`) is what students get."""
     import nbformat
 
-    pieces = _pieces(nb)
+    pieces = _edition_pieces(nb) if _is_edition(nb) else _pieces(nb)
     checked = {p.label for p in pieces if p.role == "check"}
     checks = [p for p in pieces if p.role == "check"]
     labels = _exercise_labels(nb)
@@ -583,8 +638,18 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 new = nbformat.v4.new_code_cell(p.source)
                 new.metadata = copy.deepcopy(p.cell.get("metadata", {}))
                 new.metadata.pop("execution", None)
-                if p.role == "solution-code" and edition == "student":
-                    new.source, _ = stub_solution(p.source)
+                if p.role == "solution-code":
+                    # The plain edition collapses solution code (a Colab form, source_hidden); the
+                    # student must see the stub: expanded, without the "Solution" title.
+                    lines = new.source.split("\n")
+                    if lines and lines[0].strip() == SOLUTION_TITLE:
+                        new.source = "\n".join(lines[1:])
+                    new.metadata.pop("cellView", None)
+                    new.metadata.pop("icl_edition", None)
+                    jupyter = new.metadata.get("jupyter", {})
+                    jupyter.pop("source_hidden", None)
+                    if not jupyter:
+                        new.metadata.pop("jupyter", None)
                 if p.role in ("check", "solution-code"):
                     new.metadata["nbgrader"] = grading_metadata(p)
                 else:
@@ -602,7 +667,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                     f"{p.label}-answer", solution=True, grade=True, points=1
                 )
                 cells.append(answer)
-        if edition == "student" and cells:
+        if cells:
             note = nbformat.v4.new_markdown_cell(
                 "> **Student edition.** Replace every `raise NotImplementedError()` by your code and every "
                 f"*{ANSWER_STUB}* by your answer. Each check cell prints `<exercise>: correct` when "
@@ -617,8 +682,74 @@ def _edition(nb, edition: str, source_name: str | None = None):
 
 
 def student_notebook(nb, name: str | None = None):
-    """The student edition of a chapter notebook ``nb`` (a new notebook; ``nb`` is not modified)."""
-    return _edition(nb, "student", name)
+    """The student edition of a chapter notebook ``nb`` (a new notebook; ``nb`` is not modified).
+
+    It is :func:`release_notebook` of :func:`nbgrader_source_notebook`: what ``nbgrader
+    generate_assignment`` releases from our nbgrader source, cell for cell (a test runs nbgrader).
+    """
+    return release_notebook(nbgrader_source_notebook(nb, name))
+
+
+# nbgrader 0.9's generate_assignment, step by step (nbgrader/preprocessors): LockCells, ClearSolutions,
+# ClearOutput, ComputeChecksums (no header/footer, no hidden tests, no mark schemes in our sources).
+def _nb_is(cell, key: str) -> bool:
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get(key, False))
+
+
+def _nbgrader_checksum(cell) -> str:
+    """nbgrader.utils.compute_checksum."""
+    import hashlib
+
+    meta = cell.metadata.nbgrader
+    m = hashlib.md5()
+    for part in (cell.source, cell.cell_type, str(_nb_is(cell, "grade"))):
+        m.update(part.encode("utf-8"))
+    m.update(str(_nb_is(cell, "solution")).encode("utf-8"))
+    m.update(str(_nb_is(cell, "locked")).encode("utf-8"))
+    m.update(meta["grade_id"].encode("utf-8"))
+    if _nb_is(cell, "grade"):
+        m.update(str(float(meta["points"])).encode("utf-8"))
+    return m.hexdigest()
+
+
+def release_notebook(source):
+    """The student release of an nbgrader source notebook, as ``nbgrader generate_assignment`` writes it.
+
+    Solution and check cells are locked (``deletable``/``editable`` false), solution regions become
+    ``# YOUR CODE HERE`` / ``raise NotImplementedError()``, written answers ``YOUR ANSWER HERE``,
+    outputs are cleared and graded/solution/locked cells get nbgrader's checksums.
+    """
+    import nbformat
+
+    nb = copy.deepcopy(source)
+    nb.metadata.pop("celltoolbar", None)
+    for cell in nb.cells:
+        solution, graded = _nb_is(cell, "solution"), _nb_is(cell, "grade")
+        locked = _nb_is(cell, "locked")
+        if solution:  # LockCells
+            cell.metadata["deletable"] = False
+        elif graded or locked:
+            cell.metadata["deletable"] = False
+            cell.metadata["editable"] = False
+        if solution or _has_markers(cell.source):  # ClearSolutions
+            replaced = any("BEGIN SOLUTION" in line for line in cell.source.split("\n"))
+            if replaced:
+                if not solution:
+                    raise AssignmentError("solution region in a cell that is not a solution cell")
+                cell.source, _ = stub_solution(cell.source)
+            elif cell.cell_type == "code":
+                cell.source = "\n".join(CODE_STUB)
+            else:
+                cell.source = ANSWER_STUB
+        if cell.cell_type == "code":  # ClearOutput
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("collapsed", None)
+            cell.metadata.pop("scrolled", None)
+        if solution or graded or locked:  # ComputeChecksums
+            cell.metadata.nbgrader["checksum"] = _nbgrader_checksum(cell)
+            cell.metadata.nbgrader["cell_type"] = cell.cell_type
+    nbformat.validate(nb)
+    return nb
 
 
 def instructor_notebook(nb, name: str | None = None):
@@ -628,7 +759,7 @@ def instructor_notebook(nb, name: str | None = None):
 
 def nbgrader_source_notebook(nb, name: str | None = None):
     """The student edition with the marked solutions kept: a source notebook for ``nbgrader``."""
-    return _edition(nb, "nbgrader", name)
+    return _edition(nb, "student", name)
 
 
 def solution_leaks(student, instructor, min_chars: int = 24) -> list[str]:
@@ -673,6 +804,15 @@ def solution_leaks(student, instructor, min_chars: int = 24) -> list[str]:
     return problems
 
 
+def edition_of(chapter: str | os.PathLike) -> Path:
+    """The plain-notebook edition ``notebooks/NN_slug.ipynb`` of a chapter file (the assignments are
+    built on it, so they render in Colab and Jupyter as the editions do); the chapter itself when the
+    edition does not exist (e.g. a chapter being written)."""
+    chapter = Path(chapter)
+    edition = chapter.resolve().parent.parent / "notebooks" / f"{chapter.stem}.ipynb"
+    return edition if edition.exists() else chapter
+
+
 def build(
     chapters=None,
     out: str | os.PathLike = "_build/assignments",
@@ -687,7 +827,7 @@ def build(
     out = Path(out)
     written = []
     for path in chapter_files(chapters, chapters_dir):
-        nb = load_notebook(path)
+        nb = load_notebook(edition_of(path))
         try:
             editions = {
                 "student": student_notebook(nb, path.stem),
