@@ -30,6 +30,7 @@ from ._validate import (
     positive_int,
     square_matrix,
 )
+from .features import ORTHONORMAL_KINDS, feature_map, n_features
 
 __all__ = [
     "Prompts",
@@ -298,7 +299,6 @@ def sample_polynomial_prompts(
     Prompts
         As in the module docstring, except ``tasks`` holds the coefficients ``c``, shape ``(B, F)``.
     """
-    from .features import ORTHONORMAL_KINDS, feature_map, n_features
 
     if basis not in ORTHONORMAL_KINDS:
         raise ValueError(f"basis must be one of {tuple(ORTHONORMAL_KINDS)}, got {basis!r}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
+from . import hermite
 from ._validate import (
     ArgumentTypeError,
     as_array,
@@ -335,8 +336,6 @@ def task_moments(task_pool) -> tuple[np.ndarray, np.ndarray]:
 
 def _teacher(f):
     """``f`` as a callable link (a string is looked up in :data:`icl_book.hermite.LINKS`)."""
-    from . import hermite
-
     if isinstance(f, str):
         return hermite.get_link(f)
     if not callable(f):
@@ -364,7 +363,7 @@ def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
     f
         Vectorised callable ``R -> R`` with ``E f(Z)² < ∞`` (e.g. ``np.tanh`` or a :class:`icl_book.hermite.Link`),
         or the name of a link in :data:`icl_book.hermite.LINKS`. Moments are computed by
-        :mod:`icl_book.hermite`'s kink-aware quadrature (a kink away from ``z = 0`` must be declared there).
+        :mod:`icl_book.hermite`'s kink-aware quadrature (kinks are located when not declared).
     rho
         ``ρ >= 0``, the variance of the teacher's own label noise.
 
@@ -386,7 +385,6 @@ def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
     >>> print(f"{mu1:.6f} {rho_eff:.6f}")  # √(2/π) and 0.1 + 1 − 2/π
     0.797885 0.463380
     """
-    from . import hermite
 
     rho = nonnegative_float("rho", rho)
     link = _teacher(f)
@@ -488,12 +486,13 @@ def _token_moments(f, sigma: float, rho: float) -> tuple[float, float, float, fl
 
     Returns ``E[y g]``, ``E y²``, ``E[y² g²]``, ``E[y³ g]`` and ``E y⁴``, with the noise integrated out exactly.
     """
-    from .hermite import gaussian_expectation
 
     kinks = [c / sigma for c in (getattr(f, "kinks", None) or ())]
 
     def moment(power: int, g_power: int) -> float:
-        return gaussian_expectation(lambda g: f(sigma * g) ** power * g**g_power, kinks=kinks)
+        return hermite.gaussian_expectation(
+            lambda g: f(sigma * g) ** power * g**g_power, kinks=kinks
+        )
 
     f1g, f2, f2g2, f3g, f4 = moment(1, 1), moment(2, 0), moment(2, 2), moment(3, 1), moment(4, 0)
     return (
