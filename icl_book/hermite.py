@@ -512,7 +512,7 @@ def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
 def effective_noise(f, rho: float = 0.0, *, kinks: Iterable[float] | None = None) -> float:
     """Effective noise ``ρ_eff = ρ + E f² − μ_1²`` of the teacher ``y = f(x·w) + ε``, ``Var ε = ρ``.
 
-    This is what linear attention sees as noise (SCIENCE.md §4): the nonlinear energy *plus*
+    This is what linear attention sees as noise (chapter 4): the nonlinear energy *plus*
     ``μ_0²`` (the model has no bias and is odd in the query).
     """
     rho = nonnegative_float("rho", rho)

@@ -9,7 +9,7 @@ must predict. Every sampler returns a :class:`Prompts` tuple of NumPy arrays
 - ``y_query``: ``(B,)`` query labels (with label noise, as a test label would be),
 - ``tasks``: ``(B, d)`` the task vector ``w`` of each prompt.
 
-Two conventions are used in the book (``../SCIENCE.md``):
+Two conventions are used in the book (chapters 2 and 3):
 
 - *textbook* (chapters 0, 2, 5, 6): ``x ~ N(0, Λ)`` in ``R^d``, ``w ~ N(0, I_d)``;
 - *Lu et al.* (chapters 3, 4): ``x ~ N(0, I_d / d)``, ``‖w‖ = √d``, so ``x·w ~ N(0, 1)``.

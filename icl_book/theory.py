@@ -1,6 +1,6 @@
 """Closed-form asymptotics of pretrained linear attention (Lu et al., chapter 3).
 
-Conventions (``SCIENCE.md`` §3): inputs ``x ~ N(0, I_d / d)``, tasks with ``‖w‖ = √d``, labels
+Conventions (chapter 3): inputs ``x ~ N(0, I_d / d)``, tasks with ``‖w‖ = √d``, labels
 ``y = x·w + ε`` with ``ε ~ N(0, ρ)``; context length ``ℓ = αd``, ``K = κd`` pretraining tasks
 (``κ = ∞``: a fresh task for every prompt), ``n = τd²`` pretraining prompts and ridge ``λ``. The reduced
 model predicts ``ŷ = ⟨Γ, H_Z⟩`` with ``Γ ∈ R^{d×(d+1)}``.
@@ -275,7 +275,7 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
     """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` (linear teacher).
 
     ``e = 1 + ρ + ((1+ρ)/d) tr(ΓᵀΓB) − (2/d) tr(ΓA)``, with ``A``, ``B`` built from the task moments
-    ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (``SCIENCE.md`` §3) and ``ℓ = αd`` with ``d = gamma.shape[0]``.
+    ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (chapter 3) and ``ℓ = αd`` with ``d = gamma.shape[0]``.
     Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with the moments of a
     task pool (:func:`task_moments`) it is the in-distribution error ``e_IDG``.
 
@@ -350,7 +350,7 @@ def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
 
     For ``y = f(x·w) + ε`` with ``x·w ~ N(0, 1)`` and ``ε ~ N(0, ρ)``, linear attention extracts only the linear
     Hermite component ``μ_1 = E[f(Z) Z]``; everything else acts as label noise (arXiv:2610.10761; working form
-    of ``SCIENCE.md`` §4). The equivalent teacher is ``y = μ_1 (x·w) + ξ`` with ``ξ ~ N(0, ρ_eff)`` and
+    of chapter 4). The equivalent teacher is ``y = μ_1 (x·w) + ξ`` with ``ξ ~ N(0, ρ_eff)`` and
 
         ``ρ_eff = ρ + E f(Z)² − μ_1² = ρ + μ_0² + Σ_{k≥2} μ_k² / k!``.
 
@@ -426,7 +426,7 @@ def _mapped(linear_error, mu1: float, rho_eff: float, ridge: float):
 def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
     """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``f``.
 
-    The nonlinearity–noise mapping (``SCIENCE.md`` §4): with ``(μ_1, ρ_eff) = equivalent_linear_task(f, ρ)``,
+    The nonlinearity–noise mapping (chapter 4): with ``(μ_1, ρ_eff) = equivalent_linear_task(f, ρ)``,
 
         ``e_f(α, τ, κ, ρ, λ) = μ_1² · e_lin(α, τ, κ, ρ_eff / μ_1², λ / μ_1²)``,
 

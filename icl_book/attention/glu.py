@@ -1,4 +1,4 @@
-"""GLU feed-forward layers and the LSA+GLU transformer block (chapter 5, ``SCIENCE.md`` §5).
+"""GLU feed-forward layers and the LSA+GLU transformer block (chapter 5).
 
 Token layout
 ------------
@@ -14,7 +14,7 @@ Layers
 ------
 - GLU feed-forward (bilinear, per token): ``e ← e + W_3 [(W_1 e) ⊙ (W_2 e)]`` with ``W_1, W_2 (H, D)`` and
   ``W_3 (D, H)``.
-- Linear self-attention (``SCIENCE.md`` §2): ``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with
+- Linear self-attention (chapter 2): ``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with
   ``M = diag(I_N, 0)`` (the query is never a key or value).
 - The prediction is read with a minus sign from the query's ``y`` slot: ``ŷ = −Z[y, query]``, the convention of
   chapter 2's ``lsa_predict`` (von Oswald et al.).

@@ -1,4 +1,4 @@
-"""Linear self-attention (LSA) and its one-step gradient-descent construction (chapter 2, ``SCIENCE.md`` §2).
+"""Linear self-attention (LSA) and its one-step gradient-descent construction (chapter 2).
 
 Tokens and layer
 ----------------
