@@ -1,7 +1,7 @@
 """A fast pretraining simulator for the reduced linear-attention model (chapter 3).
 
 Pretraining the reduced model ``ŷ = ⟨Γ, H_Z⟩`` on ``n`` prompts is a ridge regression with ``d(d+1)`` features
-(``SCIENCE.md`` §3). The reference method materialises the features and solves the dense ``d(d+1) × d(d+1)``
+(chapter 3). The reference method materialises the features and solves the dense ``d(d+1) × d(d+1)``
 normal equations: ``O(n d⁴)`` time and ``O(d⁴)`` memory. This module does the same regression exactly, faster:
 
 1. **Exact-in-distribution sampling** (:func:`sample_reduced_prompts`). A prompt enters the regression only
