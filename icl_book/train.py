@@ -196,7 +196,7 @@ def train_in_context(
     eval_every: int | None = None,
     early_stop_patience: int | None = None,
     early_stop_min_delta: float = 0.0,
-    progress: bool = True,
+    progress: bool = False,
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float64,
     num_threads: int | None = None,
@@ -239,7 +239,8 @@ def train_in_context(
     early_stop_min_delta
         Relative improvement that counts as progress (``>= 0``).
     progress
-        Show a tqdm progress bar (on stderr). Chapters pass ``progress=False``: nbval compares stderr.
+        Show a tqdm progress bar (on stderr). Off by default: nbval compares stderr, and the chapters
+        report progress through their own printed numbers.
     device, dtype
         Where and in what precision to train (default CPU float64).
     num_threads
@@ -257,119 +258,210 @@ def train_in_context(
         When the training loss becomes NaN or infinite (the message gives the step and suggests a
         smaller ``lr`` or ``clip_grad``), instead of returning a garbage model.
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(sample_prompts):
-        raise TypeError(
-            f"sample_prompts must be a callable (rng, batch_size) -> Prompts, got {type(sample_prompts).__name__}"
-        )
-    steps = positive_int("steps", steps)
-    lr = positive_float("lr", lr)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    seed = int(seed)
-    batch_size = positive_int("batch_size", batch_size)
-    weight_decay = nonnegative_float("weight_decay", weight_decay)
-    if clip_grad is not None:
-        clip_grad = positive_float("clip_grad", clip_grad)
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
-    warmup = nonnegative_int("warmup", warmup)
-    if warmup >= steps and warmup > 0:
-        raise ValueError(f"warmup must be < steps = {steps}, got {warmup}")
-    if eval_every is not None:
-        eval_every = positive_int("eval_every", eval_every)
-    if eval_prompts is not None and eval_every is None:
-        eval_every = max(1, steps // 20)
-    if early_stop_patience is not None:
-        early_stop_patience = positive_int("early_stop_patience", early_stop_patience)
-        if eval_prompts is None:
-            raise ValueError("early_stop_patience needs eval_prompts (a fixed validation set)")
-    early_stop_min_delta = nonnegative_float("early_stop_min_delta", early_stop_min_delta)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    device = torch.device(device)
-    if num_threads is not None:
-        num_threads = positive_int("num_threads", num_threads)
-
-    model.to(device=device, dtype=dtype)
+    config = _training_config(
+        model,
+        sample_prompts,
+        steps=steps,
+        lr=lr,
+        seed=seed,
+        batch_size=batch_size,
+        weight_decay=weight_decay,
+        clip_grad=clip_grad,
+        schedule=schedule,
+        warmup=warmup,
+        eval_prompts=eval_prompts,
+        eval_every=eval_every,
+        early_stop_patience=early_stop_patience,
+        early_stop_min_delta=early_stop_min_delta,
+        device=device,
+        dtype=dtype,
+        num_threads=num_threads,
+    )
+    model.to(device=config.device, dtype=config.dtype)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters")
-    rng = np.random.default_rng(seed)
-
-    losses = np.empty(steps)
-    lrs = np.empty(steps)
-    eval_steps: list[int] = []
-    eval_losses: list[float] = []
-    best, bad_evals, stopped_early, done = math.inf, 0, False, 0
-
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=steps, desc="training", unit="step", leave=True)
-
-    devices = [device] if device.type == "cuda" else []
+    rng = np.random.default_rng(config.seed)
+    history = _History(config.steps)
+    stopper = _EarlyStopper(config.early_stop_patience, config.early_stop_min_delta)
+    bar = _progress_bar(config.steps) if progress else None
+    devices = [config.device] if config.device.type == "cuda" else []
     old_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
     with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+        torch.manual_seed(config.seed)
+        opt = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
         try:
-            for step in range(steps):
-                step_lr = _lr_at(step, steps, lr, schedule, warmup)
-                for group in opt.param_groups:
-                    group["lr"] = step_lr
-                batch = prompts_to_torch(
-                    sample_prompts(rng, batch_size), device=device, dtype=dtype
-                )
-                loss = _mse(model, *batch)
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise TrainingDiverged(
-                        f"training loss became {value} at step {step} (lr = {step_lr:.3g}); "
-                        "lower lr, add warmup or set clip_grad"
-                    )
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if clip_grad is not None:
-                    torch.nn.utils.clip_grad_norm_(params, clip_grad)
-                opt.step()
-                losses[step], lrs[step] = value, step_lr
-                done = step + 1
+            for step in range(config.steps):
+                value, step_lr = _train_step(model, opt, params, sample_prompts, rng, step, config)
+                history.record(step, value, step_lr)
                 if bar is not None:
                     bar.update(1)
                     if step % 50 == 0:
                         bar.set_postfix(loss=f"{value:.4g}")
-                last = done == steps
-                if eval_prompts is not None and (done % eval_every == 0 or last):
-                    ev = evaluate_in_context(model, eval_prompts)
-                    eval_steps.append(done)
-                    eval_losses.append(ev)
+                last = history.done == config.steps
+                if config.eval_prompts is not None and (
+                    history.done % config.eval_every == 0 or last
+                ):
+                    ev = evaluate_in_context(model, config.eval_prompts)
+                    history.record_eval(ev)
                     if not math.isfinite(ev):
-                        raise TrainingDiverged(f"validation loss became {ev} after {done} steps")
-                    if early_stop_patience is not None:
-                        if ev < best * (1.0 - early_stop_min_delta):
-                            best, bad_evals = ev, 0
-                        else:
-                            bad_evals += 1
-                            if bad_evals >= early_stop_patience and not last:
-                                stopped_early = True
-                                break
+                        raise TrainingDiverged(
+                            f"validation loss became {ev} after {history.done} steps"
+                        )
+                    if stopper.should_stop(ev) and not last:
+                        history.stopped_early = True
+                        break
         finally:
             if bar is not None:
                 bar.close()
             torch.set_num_threads(old_threads)
+    return history.result(model)
 
-    return TrainResult(
-        model=model,
-        losses=losses[:done].copy(),
-        lrs=lrs[:done].copy(),
-        eval_steps=np.asarray(eval_steps, dtype=int),
-        eval_losses=np.asarray(eval_losses, dtype=np.float64),
-        steps_run=done,
-        stopped_early=stopped_early,
+
+@dataclass(frozen=True)
+class _TrainingConfig:
+    """The validated arguments of :func:`train_in_context`."""
+
+    steps: int
+    lr: float
+    seed: int
+    batch_size: int
+    weight_decay: float
+    clip_grad: float | None
+    schedule: str
+    warmup: int
+    eval_prompts: object
+    eval_every: int | None
+    early_stop_patience: int | None
+    early_stop_min_delta: float
+    device: torch.device
+    dtype: torch.dtype
+    num_threads: int | None
+
+
+def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
+    """Validate :func:`train_in_context`'s arguments (every message names the argument)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(sample_prompts):
+        raise TypeError(
+            "sample_prompts must be a callable (rng, batch_size) -> Prompts, "
+            f"got {type(sample_prompts).__name__}"
+        )
+    steps = positive_int("steps", kw["steps"])
+    warmup = nonnegative_int("warmup", kw["warmup"])
+    if warmup >= steps and warmup > 0:
+        raise ValueError(f"warmup must be < steps = {steps}, got {warmup}")
+    schedule = kw["schedule"]
+    if schedule not in _SCHEDULES:
+        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
+    eval_prompts, eval_every = kw["eval_prompts"], kw["eval_every"]
+    if eval_every is not None:
+        eval_every = positive_int("eval_every", eval_every)
+    if eval_prompts is not None and eval_every is None:
+        eval_every = max(1, steps // 20)
+    patience = kw["early_stop_patience"]
+    if patience is not None:
+        patience = positive_int("early_stop_patience", patience)
+        if eval_prompts is None:
+            raise ValueError("early_stop_patience needs eval_prompts (a fixed validation set)")
+    dtype = kw["dtype"]
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    clip_grad, num_threads = kw["clip_grad"], kw["num_threads"]
+    return _TrainingConfig(
+        steps=steps,
+        lr=positive_float("lr", kw["lr"]),
+        seed=nonnegative_int("seed", kw["seed"]),
+        batch_size=positive_int("batch_size", kw["batch_size"]),
+        weight_decay=nonnegative_float("weight_decay", kw["weight_decay"]),
+        clip_grad=None if clip_grad is None else positive_float("clip_grad", clip_grad),
+        schedule=schedule,
+        warmup=warmup,
+        eval_prompts=eval_prompts,
+        eval_every=eval_every,
+        early_stop_patience=patience,
+        early_stop_min_delta=nonnegative_float("early_stop_min_delta", kw["early_stop_min_delta"]),
+        device=torch.device(kw["device"]),
+        dtype=dtype,
+        num_threads=None if num_threads is None else positive_int("num_threads", num_threads),
     )
+
+
+def _train_step(model, opt, params, sample_prompts, rng, step: int, config) -> tuple[float, float]:
+    """One Adam update on a fresh batch; returns the batch loss (before the update) and the step's lr."""
+    step_lr = _lr_at(step, config.steps, config.lr, config.schedule, config.warmup)
+    for group in opt.param_groups:
+        group["lr"] = step_lr
+    batch = prompts_to_torch(
+        sample_prompts(rng, config.batch_size), device=config.device, dtype=config.dtype
+    )
+    loss = _mse(model, *batch)
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise TrainingDiverged(
+            f"training loss became {value} at step {step} (lr = {step_lr:.3g}); "
+            "lower lr, add warmup or set clip_grad"
+        )
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.clip_grad is not None:
+        torch.nn.utils.clip_grad_norm_(params, config.clip_grad)
+    opt.step()
+    return value, step_lr
+
+
+class _History:
+    """Loss and learning-rate history of a run, and its validation curve."""
+
+    def __init__(self, steps: int):
+        self.losses, self.lrs = np.empty(steps), np.empty(steps)
+        self.eval_steps: list[int] = []
+        self.eval_losses: list[float] = []
+        self.done, self.stopped_early = 0, False
+
+    def record(self, step: int, value: float, step_lr: float) -> None:
+        self.losses[step], self.lrs[step] = value, step_lr
+        self.done = step + 1
+
+    def record_eval(self, value: float) -> None:
+        self.eval_steps.append(self.done)
+        self.eval_losses.append(value)
+
+    def result(self, model) -> TrainResult:
+        return TrainResult(
+            model=model,
+            losses=self.losses[: self.done].copy(),
+            lrs=self.lrs[: self.done].copy(),
+            eval_steps=np.asarray(self.eval_steps, dtype=int),
+            eval_losses=np.asarray(self.eval_losses, dtype=np.float64),
+            steps_run=self.done,
+            stopped_early=self.stopped_early,
+        )
+
+
+class _EarlyStopper:
+    """Stop once the validation loss has not improved by ``min_delta`` (relative) for ``patience`` evals."""
+
+    def __init__(self, patience: int | None, min_delta: float):
+        self.patience, self.min_delta = patience, min_delta
+        self.best, self.bad = math.inf, 0
+
+    def should_stop(self, value: float) -> bool:
+        if self.patience is None:
+            return False
+        if value < self.best * (1.0 - self.min_delta):
+            self.best, self.bad = value, 0
+            return False
+        self.bad += 1
+        return self.bad >= self.patience
+
+
+def _progress_bar(steps: int):
+    # tqdm only when asked for: it writes to stderr, which nbval compares.
+    from tqdm import tqdm
+
+    return tqdm(total=steps, desc="training", unit="step", leave=True)
