@@ -34,18 +34,16 @@ import json
 import os
 import re
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from booktools import find_root
+from booktools.grader import ExerciseResult
 
 __all__ = [
     "Chapter",
     "CHAPTERS",
     "AssignmentError",
-    "ExerciseResult",
     "chapter_info",
     "chapter_files",
     "load_notebook",
@@ -60,10 +58,8 @@ __all__ = [
     "solution_leaks",
     "edition_of",
     "build",
-    "ExecutionRecord",
-    "execute_notebook",
-    "score_notebook",
-    "grade_notebook",
+    "ExerciseResult",
+    "chapter_release",
     "grade",
     "write_report",
     "instructors_table",
@@ -848,27 +844,8 @@ def build(
 
 
 # --------------------------------------------------------------------------------------------------
-# Grading
+# Grading (booktools/grader.py does it; booktools/grader_sandbox.py is the box a submission runs in)
 # --------------------------------------------------------------------------------------------------
-@dataclass
-class ExerciseResult:
-    """One row of the grade report."""
-
-    student: str
-    exercise: str
-    score: float
-    max_score: float
-    message: str
-
-
-@dataclass
-class ExecutionRecord:
-    """Where and why :func:`execute_notebook` stopped early (``stopped_at=None``: it ran to the end)."""
-
-    stopped_at: int | None = None  # index of the cell where execution stopped
-    reason: str | None = None  # "timeout", "kernel died", ...
-
-
 def _check_modules(nb) -> dict[str, str]:
     """``{check name: module}`` for every ``from <module> import check_*`` in the notebook's code."""
     found = {}
@@ -887,209 +864,112 @@ def _check_modules(nb) -> dict[str, str]:
     return found
 
 
-def execute_notebook(
-    nb,
-    *,
-    timeout: int = 600,
-    notebook_timeout: int = 3600,
-    kernel_name: str = "python3",
-    cells=None,
-    workdir: str | os.PathLike | None = None,
-    reimport_checks: bool = True,
-) -> ExecutionRecord:
-    """Execute ``nb`` in place in a fresh kernel, cell by cell, continuing after errors.
-
-    ``timeout`` bounds each cell and ``notebook_timeout`` the whole notebook (seconds, counted from a
-    ready kernel; starting the kernel has nbclient's own 60 s limit). On a timeout or a
-    dead kernel execution stops there and the kernel is killed; the returned record says where and why.
-    ``cells`` (indices) restricts execution to those code cells. With ``reimport_checks`` every check cell
-    first re-imports its check from the module the notebook imports it from, so that a submission cannot
-    grade itself by redefining a check.
-    """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    if timeout <= 0 or notebook_timeout <= 0:
-        raise ValueError(
-            f"timeouts must be > 0, got timeout={timeout}, notebook_timeout={notebook_timeout}"
-        )
-    os.environ.pop("MPLBACKEND", None)  # a forced backend makes figures vanish (PITFALLS.md)
-    run = ExecutionRecord()
-    modules = _check_modules(nb) if reimport_checks else {}
-    with tempfile.TemporaryDirectory(prefix="icl-grade-") as tmp:
-        client = NotebookClient(
-            nb,
-            timeout=int(timeout),
-            kernel_name=kernel_name,
-            allow_errors=True,
-            record_timing=False,
-            interrupt_on_timeout=False,
-            shutdown_kernel="immediate",
-            resources={"metadata": {"path": str(workdir or tmp)}},
-        )
-        try:
-            with client.setup_kernel():
-                deadline = time.monotonic() + notebook_timeout  # from a ready kernel
-                for i, cell in enumerate(nb.cells):
-                    if cell.cell_type != "code" or (cells is not None and i not in cells):
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining < 1:
-                        run.stopped_at, run.reason = i, "timeout"
-                        break
-                    client.timeout = int(max(1, min(timeout, remaining)))
-                    original = cell.source
-                    name = check_call(cell)
-                    if name in modules:
-                        cell.source = f"from {modules[name]} import {name}\n{original}"
-                    try:
-                        client.execute_cell(cell, i)
-                    except CellTimeoutError:
-                        run.stopped_at, run.reason = i, "timeout"
-                        break
-                    except DeadKernelError:
-                        run.stopped_at, run.reason = i, "kernel died"
-                        break
-                    finally:
-                        cell.source = original
-        except DeadKernelError:
-            run.reason = run.reason or "kernel died"
-        except RuntimeError as exc:  # kernel failed to start
-            run.stopped_at, run.reason = 0, f"kernel did not start: {exc}"
-    return run
+def chapter_release(key: str, chapters_dir: str | os.PathLike = CHAPTERS_DIR):
+    """The student edition (= nbgrader release) of one chapter, built from the repository: what the
+    grader trusts for that chapter's exercises, points and checks."""
+    (path,) = chapter_files([key], chapters_dir)
+    return student_notebook(load_notebook(edition_of(path)), path.stem)
 
 
-def _text(outputs, stream="stdout") -> str:
-    parts = []
-    for out in outputs:
-        if out.get("output_type") == "stream" and out.get("name") == stream:
-            parts.append(out.get("text", ""))
-    return "".join(parts)
-
-
-def score_notebook(
-    nb, student: str = "", run: ExecutionRecord | None = None
-) -> list[ExerciseResult]:
-    """Score an *executed* notebook by the outputs of its check cells.
-
-    A check scores its points when its cell ran without an error and printed ``<label>: correct``;
-    otherwise zero, with the hint (``CheckFailed``), the error (``NameError: ...``), ``"timeout"``,
-    ``"kernel died"`` or ``"not executed"`` as message. Exercises listed in the notebook's ``icl_book``
-    metadata whose check cell is missing score zero (``"check cell missing"``).
-    """
-    expected = [
-        e for e in nb.metadata.get("icl_book", {}).get("exercises", []) if e.get("kind") == "coding"
-    ]
-    results: dict[str, ExerciseResult] = {}
-    for i, cell in enumerate(nb.cells):
-        name = check_call(cell)
-        if name is None:
-            continue
-        label = check_label(name)
-        if label in results:
-            continue
-        points = _points(cell)
-        outputs = cell.get("outputs", [])
-        errors = [o for o in outputs if o.get("output_type") == "error"]
-        stdout = _text(outputs).strip()
-        if run is not None and run.stopped_at is not None and i >= run.stopped_at:
-            score, message = 0, run.reason
-        elif errors:
-            err = errors[0]
-            ename, evalue = err.get("ename", "Error"), str(err.get("evalue", "")).strip()
-            score = 0
-            message = (
-                evalue if ename == "CheckFailed" else f"{ename}: {evalue}" if evalue else ename
-            )
-        elif f"{label}: correct" in stdout.split("\n"):
-            score, message = points, stdout
-        elif cell.get("execution_count") is None and not outputs:
-            score, message = 0, "not executed"
-        else:
-            score, message = 0, "the check did not report a result"
-        results[label] = ExerciseResult(
-            student, label, score, points, " ".join(message.split())[:500]
-        )
-    for e in expected:
-        if e["label"] not in results:
-            results[e["label"]] = ExerciseResult(
-                student, e["label"], 0, e.get("points", 1), "check cell missing"
-            )
-    order = [e["label"] for e in expected]
-    return sorted(
-        results.values(),
-        key=lambda r: (order.index(r.exercise) if r.exercise in order else len(order), r.exercise),
-    )
-
-
-def grade_notebook(
-    path: str | os.PathLike,
-    *,
-    timeout: int = 600,
-    notebook_timeout: int = 3600,
-    kernel_name: str = "python3",
-) -> list[ExerciseResult]:
-    """Execute one submission in a clean kernel and score its checks (the student is the file stem).
-
-    Never raises for a broken submission: an unreadable notebook gives one row ``exercise="*"``.
-    """
-    path = Path(path)
-    student = path.stem
+def _claimed_chapter(student: str, data: bytes) -> str | None:
+    """The chapter a submission says it is (only used to pick which trusted release grades it)."""
     try:
-        nb = load_notebook(path)
-        for cell in nb.cells:  # grade what runs now, not what a submission claims to have printed
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-    except Exception as exc:  # a corrupt file must not stop the batch
-        return [
-            ExerciseResult(student, "*", 0, 0, f"unreadable notebook: {type(exc).__name__}: {exc}")
-        ]
-    try:
-        run = execute_notebook(
-            nb, timeout=timeout, notebook_timeout=notebook_timeout, kernel_name=kernel_name
-        )
-    except Exception as exc:  # e.g. no such kernel: every exercise scores zero
-        run = ExecutionRecord(
-            stopped_at=0, reason=f"could not execute: {type(exc).__name__}: {exc}"
-        )
-    results = score_notebook(nb, student, run)
-    return results or [ExerciseResult(student, "*", 0, 0, "no check cells found")]
-
-
-def write_report(results, out: str | os.PathLike) -> Path:
-    """Write ``results`` as CSV: ``student, exercise, score, max_score, message``."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["student", "exercise", "score", "max_score", "message"])
-        for r in results:
-            writer.writerow([r.student, r.exercise, r.score, r.max_score, r.message])
-    return out
+        chapter = json.loads(data.decode("utf-8")).get("metadata", {}).get("icl_book", {})
+        chapter = chapter.get("chapter")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        chapter = None
+    for key in (chapter, student):
+        if isinstance(key, str) and _STEM_RE.match(key) and chapter_info(key):
+            return key
+    for ch in CHAPTERS:
+        if ch.stem in student or ch.slug in student:
+            return ch.stem
+    return None
 
 
 def grade(
     notebooks,
     out: str | os.PathLike | None = None,
     *,
-    timeout: int = 600,
-    notebook_timeout: int = 3600,
-    kernel_name: str = "python3",
+    release=None,
+    timeout: float = 600,
+    notebook_timeout: float = 3600,
+    limits=None,
     log=None,
-) -> list[ExerciseResult]:
-    """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given)."""
-    results = []
+):
+    """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
+
+    ``release``: the trusted release to grade against (a path or notebook; e.g. nbgrader's release or a
+    student edition of :func:`build`); by default each submission is graded against the student
+    edition of the chapter it claims to be, built from the repository. All files are read before the
+    first submission runs. The student is the file stem (the parent folder's name for nbgrader's
+    ``submitted/<student>/<assignment>/`` layout is not guessed: name files per student).
+    """
+    from booktools import grader, grader_sandbox
+
+    fixed = None
+    if release is not None:
+        fixed = release if hasattr(release, "cells") else load_notebook(release)
+    submissions = []
     for path in notebooks:
-        rows = grade_notebook(
-            path, timeout=timeout, notebook_timeout=notebook_timeout, kernel_name=kernel_name
-        )
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            data = f"unreadable: {exc}".encode()
+        submissions.append((path.stem, data))
+    cache: dict[str, object] = {}
+
+    def release_for(student, data):
+        if fixed is not None:
+            return fixed
+        key = _claimed_chapter(student, data)
+        if key is None:
+            return None
+        if key not in cache:
+            cache[key] = chapter_release(key)
+        return cache[key]
+
+    grader._preload_references()
+    results = []
+    for student, data in submissions:
+        rel = release_for(student, data)
+        if rel is None:
+            rows = [grader.ExerciseResult(student, "*", 0, 0, "no chapter: pass --release")]
+        else:
+            rows = grader.grade_submission(
+                data,
+                student,
+                rel,
+                timeout=timeout,
+                notebook_timeout=notebook_timeout,
+                limits=limits or grader_sandbox.Limits(),
+            )
         if log is not None:
-            got, top = sum(r.score for r in rows), sum(r.max_score for r in rows)
-            print(f"{Path(path).stem}: {got:g}/{top:g}", file=log, flush=True)
+            got = sum(r.score for r in rows if not isinstance(r.score, str))
+            top = sum(r.max_score for r in rows if not isinstance(r.score, str))
+            print(f"{student}: {got:g}/{top:g}", file=log, flush=True)
         results.extend(rows)
     if out is not None:
         write_report(results, out)
     return results
+
+
+def write_report(results, out: str | os.PathLike) -> Path:
+    """Write ``results`` as CSV: ``student, exercise, score, max_score, message`` (score ``manual``
+    for written exercises)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        _write_rows(csv.writer(fh), results)
+    return out
+
+
+def _write_rows(writer, results) -> None:
+    writer.writerow(["student", "exercise", "score", "max_score", "message"])
+    for r in results:
+        score = r.score if isinstance(r.score, str) else f"{r.score:g}"
+        writer.writerow([r.student, r.exercise, score, f"{r.max_score:g}", r.message])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1180,12 +1060,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--chapters-dir", type=Path, default=CHAPTERS_DIR, help=argparse.SUPPRESS)
     g = sub.add_parser("grade", help="execute submissions and write a CSV of scores")
     g.add_argument("notebooks", nargs="+", type=Path)
+    g.add_argument("--release", type=Path, default=None, help="the release to grade against "
+                   "(default: the chapter each submission claims, built from the repository)")
     g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")
     g.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     g.add_argument(
         "--notebook-timeout", type=int, default=3600, help="seconds per notebook (default 3600)"
     )
-    g.add_argument("--kernel", default="python3", help="kernel name (default python3)")
+    g.add_argument("--memory-mb", type=int, default=4096, help="address space per kernel (MB)")
     t = sub.add_parser("table", help="print the instructors page's chapter table")
     t.add_argument("--write", type=Path, default=None, help="update the table in this page")
     t.add_argument("--check", action="store_true", help="with --write: fail if the page is stale")
@@ -1204,19 +1086,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.timeout <= 0 or args.notebook_timeout <= 0:
             print("error: --timeout and --notebook-timeout must be > 0", file=sys.stderr)
             return 2
+        from booktools.grader_sandbox import Limits
+
         results = grade(
             args.notebooks,
             args.out,
+            release=args.release,
             timeout=args.timeout,
             notebook_timeout=args.notebook_timeout,
-            kernel_name=args.kernel,
+            limits=Limits(memory_mb=args.memory_mb, cpu_s=2 * args.notebook_timeout),
             log=sys.stderr,
         )
         if args.out is None:
-            writer = csv.writer(sys.stdout)
-            writer.writerow(["student", "exercise", "score", "max_score", "message"])
-            for r in results:
-                writer.writerow([r.student, r.exercise, r.score, r.max_score, r.message])
+            _write_rows(csv.writer(sys.stdout), results)
         else:
             print(f"wrote {args.out} ({len(results)} rows)", file=sys.stderr)
         return 0

@@ -1,0 +1,662 @@
+"""The autograder: scores submissions against the instructor's release, trusting only the answers.
+
+``python -m booktools.assignments grade SUBMISSION... [--release RELEASE.ipynb] [--out report.csv]``
+
+What runs where:
+
+- **The grader's process** holds everything that decides a score: the *release* (the student edition
+  built from the repository, or an nbgrader release given with ``--release``) gives the exercise list,
+  the check cells, their points and the cell metadata; the check functions of :mod:`icl_book.checks`
+  and every reference value they compare against run here, never in a student's kernel.
+- **The student's kernel** (one per submission, boxed by :mod:`booktools.grader_sandbox`) runs the
+  submission's cells, except that the release's locked cells replace theirs and check cells are not run
+  at all. Where a check cell stands, the grader evaluates the check's argument (``relu_coefficient``) in
+  the kernel and runs the reference check here with a proxy: each call of the student's function sends
+  the grader's inputs to the kernel and brings back the output, serialized as tagged JSON (numbers,
+  arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy)
+  through a file named with a per-call random token. Nothing else crosses: no code, no pickles, and no
+  printed text is ever read as a result.
+
+So patching ``icl_book.checks``, ``np.allclose`` or ``icl_book.hermite`` in the kernel, redefining a
+check, editing or deleting check cells, decoy cells, printed pass lines, edited ``points`` or exercise
+lists change nothing: the score is what the student's answers earn. Written exercises appear in the
+report as ``manual`` (graded by a person, e.g. in nbgrader's formgrader).
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import collections
+import copy
+import importlib
+import json
+import keyword
+import pkgutil
+import queue
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from booktools import grader_sandbox
+
+__all__ = [
+    "ExerciseResult",
+    "GradeItem",
+    "release_plan",
+    "grade_submission",
+    "grade_many",
+    "encode",
+    "decode",
+]
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # a reply larger than this is a failed answer
+_OK_DTYPES = {"b", "i", "u", "f", "c"}  # bool, ints, floats, complex
+
+
+@dataclass
+class ExerciseResult:
+    """One row of the grade report (``score`` is ``"manual"`` for written exercises)."""
+
+    student: str
+    exercise: str
+    score: float | str
+    max_score: float
+    message: str
+
+
+@dataclass(frozen=True)
+class GradeItem:
+    """One exercise of the release: a coding exercise (check cell) or a written one (answer cell)."""
+
+    label: str
+    kind: str  # "coding" | "written"
+    points: float
+    grade_id: str | None  # nbgrader grade_id of the check/answer cell
+    check: str | None = None  # check function name
+    module: str | None = None  # module the release imports it from
+    args: tuple[str, ...] = ()  # argument expressions of the check call (evaluated in the kernel)
+    kwargs: tuple[tuple[str, str], ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Serialization (the same tagged JSON both ways; the kernel side is the source text below)
+# --------------------------------------------------------------------------------------------------
+_CODEC = r"""
+import base64 as _b64, json as _json, sys as _sys
+def _enc(v, reg, depth=0):
+    np = _sys.modules.get("numpy")
+    if depth > 32:
+        raise ValueError("answer nested too deeply")
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return {"t": "i", "v": str(v)}
+    if isinstance(v, float):
+        return {"t": "f", "v": repr(v)}
+    if isinstance(v, complex):
+        return {"t": "c", "v": [repr(v.real), repr(v.imag)]}
+    torch = _sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        v = v.detach().cpu().numpy()
+    if np is not None and isinstance(v, np.generic):
+        v = v.item() if isinstance(v, (np.bool_, np.integer, np.floating, np.complexfloating)) else v
+        return _enc(v, reg, depth + 1)
+    if np is not None and isinstance(v, np.ndarray):
+        if v.dtype.kind not in "biufc":
+            return {"t": "li", "v": [_enc(x, reg, depth + 1) for x in v.tolist()]}
+        a = np.ascontiguousarray(v)
+        return {"t": "nd", "dtype": a.dtype.str, "shape": list(a.shape),
+                "b": _b64.b64encode(a.tobytes()).decode("ascii")}
+    if isinstance(v, tuple) and hasattr(type(v), "_fields"):
+        cls = type(v)
+        return {"t": "nt", "cls": f"{cls.__module__}:{cls.__qualname__}", "fields": list(cls._fields),
+                "v": [_enc(x, reg, depth + 1) for x in v]}
+    if isinstance(v, tuple):
+        return {"t": "tu", "v": [_enc(x, reg, depth + 1) for x in v]}
+    if isinstance(v, list):
+        return {"t": "li", "v": [_enc(x, reg, depth + 1) for x in v]}
+    if isinstance(v, dict):
+        return {"t": "di", "k": [_enc(k, reg, depth + 1) for k in v], "v": [_enc(x, reg, depth + 1) for x in v.values()]}
+    if callable(v):
+        reg.append(v)
+        return {"t": "fn", "ref": len(reg) - 1}
+    return {"t": "obj", "type": type(v).__name__}
+def _dec(v):
+    np = __import__("numpy")
+    if not isinstance(v, dict):
+        return v
+    t = v["t"]
+    if t == "i": return int(v["v"])
+    if t == "f": return float(v["v"])
+    if t == "c": return complex(float(v["v"][0]), float(v["v"][1]))
+    if t == "nd":
+        a = np.frombuffer(_b64.b64decode(v["b"]), dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
+        if v.get("torch"):
+            import torch
+            return torch.from_numpy(a)
+        return a
+    if t == "tu": return tuple(_dec(x) for x in v["v"])
+    if t == "li": return [_dec(x) for x in v["v"]]
+    if t == "di": return {_dec(k): _dec(x) for k, x in zip(v["k"], v["v"])}
+    raise ValueError(f"cannot decode {t}")
+def _icl_grader_rpc(req_path, user_ns):
+    reg = _sys.modules.setdefault("_icl_grader_refs", type(_sys)("_icl_grader_refs"))
+    if not hasattr(reg, "refs"):
+        reg.refs = []
+    with open(req_path) as fh:
+        req = _json.load(fh)
+    out = {"token": req["token"]}
+    try:
+        if req["op"] == "eval":
+            value = eval(req["expr"], user_ns)
+        else:
+            args = [_dec(a) for a in req["args"]]
+            kwargs = {k: _dec(a) for k, a in req["kwargs"].items()}
+            value = reg.refs[req["ref"]](*args, **kwargs)
+        out["value"] = _enc(value, reg.refs)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        out["error"] = [type(exc).__name__, str(exc)[:300],
+                        isinstance(exc, NotImplementedError)]
+    with open(req["reply"], "w") as fh:
+        _json.dump(out, fh)
+"""
+
+
+def encode(value, depth: int = 0):
+    """Tagged JSON of a value the grader sends to the kernel (numbers, arrays, tensors, containers)."""
+    if depth > 32:
+        raise ValueError("value nested too deeply")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return {"t": "i", "v": str(int(value))}
+    if isinstance(value, (float, np.floating)):
+        return {"t": "f", "v": repr(float(value))}
+    if isinstance(value, complex):
+        return {"t": "c", "v": [repr(value.real), repr(value.imag)]}
+    torch_flag = False
+    if type(value).__module__.startswith("torch"):
+        value, torch_flag = value.detach().cpu().numpy(), True
+    if isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        out = {"t": "nd", "dtype": a.dtype.str, "shape": list(a.shape)}
+        out["b"] = base64.b64encode(a.tobytes()).decode("ascii")
+        if torch_flag:
+            out["torch"] = True
+        return out
+    if isinstance(value, tuple):
+        return {"t": "tu", "v": [encode(x, depth + 1) for x in value]}
+    if isinstance(value, list):
+        return {"t": "li", "v": [encode(x, depth + 1) for x in value]}
+    if isinstance(value, dict):
+        return {
+            "t": "di",
+            "k": [encode(k, depth + 1) for k in value],
+            "v": [encode(x, depth + 1) for x in value.values()],
+        }
+    raise TypeError(f"the grader cannot send a {type(value).__name__} to a submission")
+
+
+class Opaque:
+    """A kernel object the grader cannot receive (a check rejects it like any wrong type)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} from the submission>"
+
+
+def _named_tuple(cls_name: str, fields: list, values: list):
+    """An allowed ``icl_book`` NamedTuple class, else a generic named tuple with those fields."""
+    module, _, qual = str(cls_name).partition(":")
+    if module == "icl_book" or module.startswith("icl_book."):
+        try:
+            cls = importlib.import_module(module)
+            for part in qual.split("."):
+                cls = getattr(cls, part)
+            if isinstance(cls, type) and issubclass(cls, tuple) and list(cls._fields) == fields:
+                return cls(*values)
+        except (ImportError, AttributeError, TypeError):
+            pass
+    names = [
+        f if isinstance(f, str) and f.isidentifier() and not keyword.iskeyword(f) else "_"
+        for f in fields
+    ]
+    return collections.namedtuple("Answer", names, rename=True)(*values)
+
+
+def decode(value, remote=None, depth: int = 0):
+    """The grader's reading of a kernel reply: data only (``remote(ref)`` makes function proxies)."""
+    if depth > 40:
+        raise ValueError("reply nested too deeply")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, list):
+        raise ValueError("untagged list in reply")
+    if not isinstance(value, dict) or "t" not in value:
+        raise ValueError("malformed reply")
+    t = value["t"]
+    sub = lambda x: decode(x, remote, depth + 1)  # noqa: E731
+    if t == "i":
+        text = str(value["v"])
+        if len(text) > 400:
+            raise ValueError("integer too large")
+        return int(text)
+    if t == "f":
+        return float(str(value["v"]))
+    if t == "c":
+        return complex(float(str(value["v"][0])), float(str(value["v"][1])))
+    if t == "nd":
+        dtype = np.dtype(str(value["dtype"]))
+        if dtype.kind not in _OK_DTYPES or dtype.hasobject:
+            raise ValueError(f"array dtype {dtype} not accepted")
+        shape = tuple(int(s) for s in value["shape"])
+        raw = base64.b64decode(str(value["b"]), validate=True)
+        if any(s < 0 for s in shape) or int(np.prod(shape)) * dtype.itemsize != len(raw):
+            raise ValueError("array shape and data disagree")
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if t == "tu":
+        return tuple(sub(x) for x in value["v"])
+    if t == "li":
+        return [sub(x) for x in value["v"]]
+    if t == "di":
+        keys = [sub(k) for k in value["k"]]
+        return {
+            (k if isinstance(k, (str, int, float, bool, tuple)) or k is None else repr(k)): sub(x)
+            for k, x in zip(keys, value["v"], strict=False)
+        }
+    if t == "nt":
+        return _named_tuple(value["cls"], list(value["fields"]), [sub(x) for x in value["v"]])
+    if t == "fn":
+        if remote is None:
+            raise ValueError("function in reply")
+        return remote(int(value["ref"]))
+    if t == "obj":
+        return Opaque(str(value.get("type", "object"))[:80])
+    raise ValueError(f"unknown tag {t!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# The release: what is graded, and how
+# --------------------------------------------------------------------------------------------------
+def _nbg(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def release_plan(release) -> tuple[list[GradeItem], dict]:
+    """The exercises of a release (trusted) and its cells by nbgrader ``grade_id``.
+
+    Coding exercises come from the release's check cells (``grade: true``, calling one
+    ``check_<chapter>_ex<N>``), written ones from its graded answer cells (``solution`` and ``grade``);
+    points are the release's.
+    """
+    from booktools.assignments import _check_calls, _check_modules, check_label
+
+    modules = _check_modules(release)
+    items, cells = [], {}
+    for cell in release.cells:
+        meta = _nbg(cell)
+        gid = meta.get("grade_id")
+        if gid:
+            cells[gid] = cell
+        if not meta.get("grade"):
+            continue
+        points = float(meta.get("points", 0) or 0)
+        if cell.cell_type == "code" and not meta.get("solution"):
+            calls = _check_calls(cell.source)
+            if len(calls) != 1:
+                raise ValueError(f"release check cell {gid} must call exactly one check")
+            name = calls[0]
+            call = _find_call(cell.source, name)
+            args = tuple(ast.unparse(a) for a in call.args)
+            kwargs = tuple((k.arg, ast.unparse(k.value)) for k in call.keywords if k.arg)
+            items.append(
+                GradeItem(
+                    check_label(name),
+                    "coding",
+                    points,
+                    gid,
+                    name,
+                    modules.get(name, "icl_book.checks"),
+                    args,
+                    kwargs,
+                )
+            )
+        elif meta.get("solution"):
+            label = gid[: -len("-answer")] if gid.endswith("-answer") else gid
+            items.append(GradeItem(label, "written", points, gid))
+    return items, cells
+
+
+def _find_call(source: str, name: str) -> ast.Call:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) == name:
+                return node
+    raise ValueError(f"no call of {name}")
+
+
+def _preload_references() -> None:
+    """Import every ``icl_book`` module now, before any submission runs (the file system the kernel
+    could write to is read-only in the box, but without namespaces a submission could still edit the
+    package on disk: the grader must already hold its own copy)."""
+    import icl_book
+
+    for mod in pkgutil.walk_packages(icl_book.__path__, "icl_book."):
+        try:
+            importlib.import_module(mod.name)
+        except Exception:  # noqa: BLE001 - optional parts (e.g. a missing extra) are not references
+            pass
+
+
+# --------------------------------------------------------------------------------------------------
+# Talking to the kernel
+# --------------------------------------------------------------------------------------------------
+class _Timeout(BaseException):
+    """The kernel did not answer in time (not an ``Exception``: a check's ``call_answer`` must not
+    turn it into a hint)."""
+
+
+class _KernelDied(BaseException):
+    pass
+
+
+class RemoteError(Exception):
+    """The student's function raised ``name: message`` in the kernel."""
+
+
+class _Session:
+    def __init__(self, box, deadline_for_cell):
+        self.box = box
+        self.deadline = deadline_for_cell
+        self.channel = box.private / "work" / f".grader-{secrets.token_hex(8)}"
+        self.channel.mkdir()
+
+    def run(self, code: str, timeout: float) -> dict:
+        """Execute ``code``; return {"status", "error": (ename, evalue) | None}."""
+        kc = self.box.client
+        msg_id = kc.execute(code, store_history=False, allow_stdin=False, stop_on_error=False)
+        end = time.monotonic() + timeout
+        error, status = None, None
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                self._interrupt()
+                raise _Timeout()
+            try:
+                msg = kc.get_iopub_msg(timeout=min(left, 1.0))
+            except queue.Empty:
+                if not self.box.alive():
+                    raise _KernelDied() from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "error":
+                error = (msg["content"].get("ename", "Error"), msg["content"].get("evalue", ""))
+            elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                status = "ok" if error is None else "error"
+                break
+        return {"status": status, "error": error}
+
+    def _interrupt(self) -> None:
+        try:
+            self.box.interrupt()
+        except Exception:  # noqa: BLE001
+            return
+        kc = self.box.client
+        end = time.monotonic() + 10
+        while time.monotonic() < end:  # drain until the kernel is idle again
+            try:
+                msg = kc.get_iopub_msg(timeout=1.0)
+            except queue.Empty:
+                if not self.box.alive():
+                    return
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return
+
+    def request(self, req: dict, timeout: float):
+        token = secrets.token_hex(16)
+        req_path, reply = self.channel / f"req-{token}.json", self.channel / f"reply-{token}.json"
+        req_path.write_text(json.dumps({**req, "token": token, "reply": str(reply)}))
+        code = (
+            f"exec({_CODEC!r}, __icl_g := {{}})\n"
+            f"__icl_g['_icl_grader_rpc']({str(req_path)!r}, globals())\n"
+            "del __icl_g"
+        )
+        try:
+            self.run(code, timeout)
+        finally:
+            req_path.unlink(missing_ok=True)
+        try:
+            if reply.stat().st_size > MAX_REPLY_BYTES:
+                raise RemoteError("the answer is too large")
+            data = json.loads(reply.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if not self.box.alive():
+                raise _KernelDied() from None
+            raise RemoteError("the submission did not answer") from None
+        except (OSError, ValueError) as exc:
+            raise RemoteError(f"unreadable answer: {exc}") from None
+        finally:
+            reply.unlink(missing_ok=True)
+        if not isinstance(data, dict) or data.get("token") != token:
+            raise RemoteError("the answer did not come from this request")
+        if "error" in data:
+            name, message, not_impl = (list(data["error"]) + ["", "", False])[:3]
+            if not_impl:
+                raise NotImplementedError(str(message))
+            raise RemoteError(f"{str(name)[:80]}: {str(message)[:300]}")
+        return decode(data.get("value"), remote=self.proxy)
+
+    def proxy(self, ref: int):
+        session = self
+
+        class StudentFunction:
+            """The student's function, called in their kernel on the grader's inputs."""
+
+            __name__ = "student_function"
+
+            def __call__(self, *args, **kwargs):
+                left = session.deadline - time.monotonic()
+                if left <= 0:
+                    raise _Timeout()
+                req = {
+                    "op": "call",
+                    "ref": ref,
+                    "args": [encode(a) for a in args],
+                    "kwargs": {str(k): encode(v) for k, v in kwargs.items()},
+                }
+                return session.request(req, left)
+
+        return StudentFunction()
+
+
+# --------------------------------------------------------------------------------------------------
+# Grading one submission
+# --------------------------------------------------------------------------------------------------
+def _submission_cells(sub, items, release_cells):
+    """The cells to run, in the submission's order, each as (kind, source, item):
+
+    ``code`` (the student's cell, or the release's source for a locked release cell), ``check``
+    (where a release check cell stands: the check runs there). Cells claiming a check's grade_id,
+    and any cell calling a ``check_*``, run nothing of their own.
+    """
+    from booktools.assignments import _check_calls
+
+    by_gid = {it.grade_id: it for it in items if it.kind == "coding"}
+    plan, placed = [], set()
+    for cell in sub.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        meta = cell.get("metadata", {}) if isinstance(cell.get("metadata"), dict) else {}
+        gid = (
+            (meta.get("nbgrader") or {}).get("grade_id")
+            if isinstance(meta.get("nbgrader"), dict)
+            else None
+        )
+        if gid in by_gid and gid not in placed:
+            placed.add(gid)
+            plan.append(("check", None, by_gid[gid]))
+            continue
+        rel = release_cells.get(gid)
+        if rel is not None and not _nbg(rel).get("solution") and rel.cell_type == "code":
+            plan.append(("code", rel.source, None))  # a locked release cell: the release's source
+            continue
+        try:
+            calls = _check_calls(source)
+        except Exception:  # noqa: BLE001
+            calls = []
+        if calls:  # a student's (decoy, moved or edited) check cell: its output would mean nothing
+            continue
+        plan.append(("code", source, None))
+    for it in items:  # a check cell the submission deleted or relabelled: run it at the end
+        if it.kind == "coding" and it.grade_id not in placed:
+            plan.append(("check", None, it))
+    return plan
+
+
+def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
+    from icl_book.checks import CheckFailed
+
+    session.deadline = time.monotonic() + timeout
+    module = importlib.import_module(item.module)
+    check = getattr(module, item.check)
+    try:
+        args = [session.request({"op": "eval", "expr": e}, timeout) for e in item.args]
+        kwargs = {k: session.request({"op": "eval", "expr": e}, timeout) for k, e in item.kwargs}
+    except RemoteError as exc:
+        return 0, str(exc)
+    except NotImplementedError:
+        return 0, "not implemented yet"
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            check(*args, **kwargs)
+    except CheckFailed as exc:
+        return 0, str(exc)
+    except (_Timeout, _KernelDied):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reference check crashing on odd data is a zero
+        return 0, f"{type(exc).__name__}: {exc}"
+    return item.points, out.getvalue().strip() or f"{item.label}: correct"
+
+
+def grade_submission(
+    data: bytes,
+    student: str,
+    release,
+    *,
+    timeout: float = 600,
+    notebook_timeout: float = 3600,
+    limits: grader_sandbox.Limits | None = None,
+) -> list[ExerciseResult]:
+    """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts)."""
+    items, release_cells = release_plan(release)
+    results = {
+        it.label: ExerciseResult(student, it.label, "manual", it.points, "manual")
+        for it in items
+        if it.kind == "written"
+    }
+    coding = [it for it in items if it.kind == "coding"]
+
+    def finish():
+        order = [it.label for it in items]
+        return sorted(results.values(), key=lambda r: order.index(r.exercise))
+
+    try:
+        sub = json.loads(data.decode("utf-8"))
+        if not isinstance(sub, dict) or not isinstance(sub.get("cells"), list):
+            raise ValueError("not a notebook")
+    except (ValueError, UnicodeDecodeError) as exc:
+        for it in coding:
+            results[it.label] = ExerciseResult(
+                student, it.label, 0, it.points, f"unreadable notebook: {exc}"[:300]
+            )
+        return finish()
+    plan = _submission_cells(sub, items, release_cells)
+    private = Path(tempfile.mkdtemp(prefix="icl-grade-"))
+    box = None
+    try:
+        box = grader_sandbox.start_kernel(private, limits or grader_sandbox.Limits())
+        (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
+        session = _Session(box, 0.0)
+        nb_end = time.monotonic() + notebook_timeout
+        stopped = None
+        for kind, source, item in plan:
+            left = nb_end - time.monotonic()
+            if stopped is None and left <= 0:
+                stopped = "notebook timeout"
+            if kind == "code":
+                if stopped is not None:
+                    continue
+                try:
+                    session.run(source, min(timeout, left))
+                except _Timeout:
+                    continue  # interrupted: go on with the next cell
+                except _KernelDied:
+                    stopped = "kernel died"
+                continue
+            if stopped is not None:
+                results[item.label] = ExerciseResult(student, item.label, 0, item.points, stopped)
+                continue
+            try:
+                score, message = _run_check(session, item, min(timeout, left))
+            except _Timeout:
+                score, message = 0, "timeout"
+            except _KernelDied:
+                score, message, stopped = 0, "kernel died", "kernel died"
+            results[item.label] = ExerciseResult(
+                student, item.label, score, item.points, " ".join(str(message).split())[:500]
+            )
+    except Exception as exc:  # noqa: BLE001 - e.g. the kernel did not start
+        for it in coding:
+            if it.label not in results:
+                results[it.label] = ExerciseResult(
+                    student,
+                    it.label,
+                    0,
+                    it.points,
+                    f"could not execute: {type(exc).__name__}: {exc}",
+                )
+    finally:
+        if box is not None:
+            box.kill()
+        shutil.rmtree(private, ignore_errors=True)
+    for it in coding:
+        results.setdefault(it.label, ExerciseResult(student, it.label, 0, it.points, "not run"))
+    return finish()
+
+
+def grade_many(submissions, release_for, **kwargs) -> list[ExerciseResult]:
+    """Grade ``submissions`` (``[(student, bytes)]``, read before any of them runs) in turn.
+
+    ``release_for(student, bytes)`` returns the trusted release to grade that submission against.
+    """
+    _preload_references()
+    rows = []
+    for student, data in submissions:
+        rows.extend(grade_submission(data, student, release_for(student, data), **kwargs))
+    return rows
+
+
+def _copy(nb):
+    return copy.deepcopy(nb)
