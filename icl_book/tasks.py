@@ -67,6 +67,27 @@ def _gaussian_inputs(rng, shape, dim, input_cov):
     return z @ chol.T
 
 
+def _prompt_sizes(batch, context_len, dim, noise_var) -> tuple[int, int, int, float]:
+    """The arguments every sampler shares, validated: ``B, N, d >= 1`` and ``σ² >= 0``."""
+    return (
+        positive_int("batch", batch),
+        positive_int("context_len", context_len),
+        positive_int("dim", dim),
+        nonnegative_float("noise_var", noise_var),
+    )
+
+
+def _draw_tasks(task_pool, shape: tuple[int, ...], names: str, batch: int, rng) -> np.ndarray:
+    """``batch`` tasks drawn uniformly from a ``(K, *shape)`` pool (``names`` spells the shape out)."""
+    pool = as_array("task_pool", task_pool, None)
+    if pool.ndim != 1 + len(shape) or pool.shape[1:] != shape or pool.shape[0] < 1:
+        want = ", ".join(str(v) for v in shape)
+        raise ValueError(
+            f"task_pool must have shape (K, {names}) = (K, {want}) with K >= 1, got {pool.shape}"
+        )
+    return pool[rng.integers(0, pool.shape[0], size=batch)]
+
+
 def sample_linear_prompts(
     batch: int,
     context_len: int,
@@ -100,19 +121,11 @@ def sample_linear_prompts(
     ((3, 10, 2), (3, 10), (3, 2))
     """
     rng = generator(rng)
-    batch = positive_int("batch", batch)
-    context_len = positive_int("context_len", context_len)
-    dim = positive_int("dim", dim)
-    noise_var = nonnegative_float("noise_var", noise_var)
+    batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
     if task_pool is None:
         tasks = rng.standard_normal((batch, dim))
     else:
-        pool = as_array("task_pool", task_pool, None)
-        if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
-            )
-        tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
+        tasks = _draw_tasks(task_pool, (dim,), "dim", batch, rng)
     x = _gaussian_inputs(rng, (batch, context_len + 1), dim, input_cov)
     y = np.einsum("bnd,bd->bn", x, tasks) + np.sqrt(noise_var) * rng.standard_normal(
         (batch, context_len + 1)
@@ -158,21 +171,13 @@ def sample_single_index_prompts(
         Optional ``(K, d)`` task vectors (e.g. from :func:`sample_task_pool`); fresh tasks when ``None``.
     """
     rng = generator(rng)
-    batch = positive_int("batch", batch)
-    context_len = positive_int("context_len", context_len)
-    dim = positive_int("dim", dim)
-    noise_var = nonnegative_float("noise_var", noise_var)
+    batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
     if task_pool is None:
         tasks = sample_task_pool(batch, dim, rng=rng)
     else:
-        pool = as_array("task_pool", task_pool, None)
-        if pool.ndim != 2 or pool.shape[1] != dim or pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, dim) = (K, {dim}) with K >= 1, got {pool.shape}"
-            )
-        tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
+        tasks = _draw_tasks(task_pool, (dim,), "dim", batch, rng)
     x = rng.standard_normal((batch, context_len + 1, dim)) / np.sqrt(dim)
     z = np.einsum("bnd,bd->bn", x, tasks)
     clean = z if link is None else np.asarray(link(z), dtype=np.float64)
@@ -232,21 +237,14 @@ def sample_quadratic_prompts(
         As in the module docstring, except ``tasks`` holds the matrices ``A``, shape ``(B, d, d)``.
     """
     rng = generator(rng)
-    batch = positive_int("batch", batch)
-    context_len = positive_int("context_len", context_len)
-    dim = positive_int("dim", dim)
-    noise_var = nonnegative_float("noise_var", noise_var)
+    batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
     if task_pool is None:
         tasks = sample_quadratic_tasks(batch, dim, rng=rng)
     else:
         pool = as_array("task_pool", task_pool, None)
-        if pool.ndim != 3 or pool.shape[1:] != (dim, dim) or pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, d, d) = (K, {dim}, {dim}), got {pool.shape}"
-            )
-        if not np.allclose(pool, np.swapaxes(pool, 1, 2)):
+        if pool.ndim == 3 and not np.allclose(pool, np.swapaxes(pool, 1, 2)):
             raise ValueError("task_pool matrices must be symmetric")
-        tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
+        tasks = _draw_tasks(pool, (dim, dim), "d, d", batch, rng)
     x = rng.standard_normal((batch, context_len + 1, dim))
     y = np.sum((x @ tasks) * x, axis=-1)  # xᵀAx for every token (faster than a three-way einsum)
     y = y + np.sqrt(noise_var) * rng.standard_normal(y.shape)
@@ -304,21 +302,13 @@ def sample_polynomial_prompts(
         raise ValueError(f"basis must be one of {tuple(ORTHONORMAL_KINDS)}, got {basis!r}")
 
     rng = generator(rng)
-    batch = positive_int("batch", batch)
-    context_len = positive_int("context_len", context_len)
-    dim = positive_int("dim", dim)
+    batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
     degree = positive_int("degree", degree)
-    noise_var = nonnegative_float("noise_var", noise_var)
     n_feat = n_features(dim, degree)
     if task_pool is None:
         tasks = rng.standard_normal((batch, n_feat)) / np.sqrt(n_feat)
     else:
-        pool = as_array("task_pool", task_pool, None)
-        if pool.ndim != 2 or pool.shape[1] != n_feat or pool.shape[0] < 1:
-            raise ValueError(
-                f"task_pool must have shape (K, F) = (K, {n_feat}) with K >= 1, got {pool.shape}"
-            )
-        tasks = pool[rng.integers(0, pool.shape[0], size=batch)]
+        tasks = _draw_tasks(task_pool, (n_feat,), "F", batch, rng)
     shape = (batch, context_len + 1, dim)
     x = rng.standard_normal(shape) if basis == "hermite" else rng.uniform(-1.0, 1.0, shape)
     y = np.einsum("bnf,bf->bn", feature_map(x, degree, kind=basis), tasks)
