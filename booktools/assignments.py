@@ -895,6 +895,7 @@ def grade(
     timeout: float = 600,
     notebook_timeout: float = 3600,
     limits=None,
+    pythonpath=(),
     log=None,
 ):
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
@@ -944,6 +945,7 @@ def grade(
                 timeout=timeout,
                 notebook_timeout=notebook_timeout,
                 limits=limits or grader_sandbox.Limits(),
+                pythonpath=pythonpath,
             )
         if log is not None:
             got = sum(r.score for r in rows if not isinstance(r.score, str))

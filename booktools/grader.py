@@ -568,6 +568,7 @@ def grade_submission(
     timeout: float = 600,
     notebook_timeout: float = 3600,
     limits: grader_sandbox.Limits | None = None,
+    pythonpath=(),
 ) -> list[ExerciseResult]:
     """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts)."""
     items, release_cells = release_plan(release)
@@ -596,7 +597,9 @@ def grade_submission(
     private = Path(tempfile.mkdtemp(prefix="icl-grade-"))
     box = None
     try:
-        box = grader_sandbox.start_kernel(private, limits or grader_sandbox.Limits())
+        box = grader_sandbox.start_kernel(
+            private, limits or grader_sandbox.Limits(), pythonpath=pythonpath
+        )
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
         session = _Session(box, 0.0)
         nb_end = time.monotonic() + notebook_timeout

@@ -174,9 +174,15 @@ def _kill_by_token(token: str) -> None:
 
 
 def start_kernel(
-    private: str | os.PathLike, limits: Limits | None = None, startup_timeout: float = 120
+    private: str | os.PathLike,
+    limits: Limits | None = None,
+    startup_timeout: float = 120,
+    pythonpath=(),
 ):
-    """Start a boxed IPython kernel whose private directory is ``private`` (created, must be empty)."""
+    """Start a boxed IPython kernel whose private directory is ``private`` (created, must be empty).
+
+    ``pythonpath``: folders the kernel may import from besides the installed packages (e.g. a course's
+    own helper modules); read-only inside the box."""
     from jupyter_client import KernelManager
 
     limits = limits or Limits()
@@ -186,6 +192,8 @@ def start_kernel(
     token = secrets.token_hex(16)
     namespaced = namespaces_available()
     env = _minimal_env(private, token)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     limits_file = private / "limits.json"
     limits_file.write_text(
         json.dumps({**limits.__dict__, "private": str(private), "namespaced": namespaced})

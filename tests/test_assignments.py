@@ -216,7 +216,9 @@ def test_stub_keeps_indentation_and_surrounding_lines():
     new, n = A.stub_solution(src)
     assert n == 1
     assert (
-        new == "def f(x):\n    y = 1\n    if x:\n        raise NotImplementedError()\n    return y"
+        new
+        == "def f(x):\n    y = 1\n    if x:\n        # YOUR CODE HERE\n        raise NotImplementedError()\n"
+        "    return y"
     )
 
 
@@ -282,10 +284,11 @@ def test_student_notebook_keeps_statements_stubs_checks_and_install_cell(student
     assert "That is all." in text  # prose after a solution block stays
     assert (
         _cell_with(student, "def scaled").source
-        == "def scaled(x):\n    raise NotImplementedError()"
+        == "def scaled(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
     )
     assert _cell_with(student, "def clipped_square").source == (
-        "def clipped_square(x):\n    x = float(x)\n    if x > 0:\n        raise NotImplementedError()\n    return 0.0"
+        "def clipped_square(x):\n    x = float(x)\n    if x > 0:\n        # YOUR CODE HERE\n"
+        "        raise NotImplementedError()\n    return 0.0"
     )
     assert (
         _cell_with(student, "google.colab").source == demo_nb.cells[1].source
@@ -349,166 +352,21 @@ def test_nbgrader_metadata_follows_nbgraders_rules(demo_nb, edition):
 
 
 def test_nbgrader_release_equals_student_notebook(demo_nb, student):
-    """What nbgrader's ClearSolutions makes of the nbgrader source is our student notebook."""
+    """The student edition is the release of the nbgrader source: stubs, locks and checksums."""
     source = A.nbgrader_source_notebook(demo_nb)
     assert "SECRETCODE1" in _all_text(source) and "SECRETPROSE1" not in _all_text(source)
-    released = []
-    for c in source.cells:
-        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code":
-            released.append(A.stub_solution(c.source)[0])
-        else:
-            released.append(c.source)
-    assert [s for s in released] == [
-        c.source for c in student.cells if not c.source.startswith("> **Student edition")
-    ]
-
-
-def test_written_exercise_with_marked_code_gets_an_answer_cell():
-    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            md("# T"),
-            md(
-                "```{exercise}\n:label: t-ex1\n\nDerive and confirm.\n```\n\n```{solution-start} t-ex1\n```\n\nSECRET"
-            ),
-            code("### BEGIN SOLUTION\nprint(1)\n### END SOLUTION"),
-            md("More SECRET.\n\n```{solution-end}\n```\n\nAfter."),
-        ]
-    )
-    student = A.student_notebook(nb)
-    sources = [c.source for c in student.cells]
-    assert sources[-3:] == ["raise NotImplementedError()", A.ANSWER_STUB, "After."]
-    assert "SECRET" not in _all_text(student)
-
-
-def test_misplaced_check_is_an_error(demo_nb):
-    bad = nbformat.from_dict(demo_nb)
-    i = next(k for k, c in enumerate(bad.cells) if "check_demo_ex3(" in c.source)
-    j = next(k for k, c in enumerate(bad.cells) if "def clipped_square" in c.source)
-    bad.cells[j], bad.cells[i] = bad.cells[i], bad.cells[j]  # check now inside the solution block
-    with pytest.raises(A.AssignmentError, match="inside a solution block"):
-        A.student_notebook(bad)
-
-
-def test_build_cli_writes_three_editions(demo_dir, tmp_path):
-    out = tmp_path / "out"
-    argv = [
-        "build",
-        "--chapters",
-        "07",
-        "--out",
-        str(out),
-        "--chapters-dir",
-        str(demo_dir / "chapters"),
-    ]
-    assert A.main(argv) == 0
-    for rel in (
-        "student/07_demo.ipynb",
-        "instructor/07_demo.ipynb",
-        "nbgrader/source/07_demo/07_demo.ipynb",
-    ):
-        nbformat.validate(nbformat.read(out / rel, as_version=4))
-    assert A.chapter_files(["demo"], demo_dir / "chapters") == [
-        demo_dir / "chapters" / "07_demo.md"
-    ]
-    assert (
-        A.main(
-            [
-                "build",
-                "--chapters",
-                "99",
-                "--out",
-                str(out),
-                "--chapters-dir",
-                str(demo_dir / "chapters"),
-            ]
-        )
-        == 2
-    )
-
-
-def test_registry_resolves_numbers_slugs_and_short_names():
-    assert A.chapter_info("02").short == "lsa"
-    assert A.chapter_info("2").stem == "02_lsa_gradient_descent"
-    assert A.chapter_info("asymptotics").number == "03"
-    assert A.chapter_info("nope") is None
-    assert (
-        len({c.stem for c in A.CHAPTERS})
-        == len({c.short for c in A.CHAPTERS})
-        == len(A.CHAPTERS)
-        == 7
-    )
-
-
-def test_every_chapter_is_registered_with_its_exercise_prefix():
-    for path in A.chapter_files(None, ROOT / "chapters"):
-        info = A.chapter_info(path.stem)
-        assert info is not None and info.stem == path.stem, f"{path.name} is missing from CHAPTERS"
-        nb = A.load_notebook(path)
-        labels = [A.check_label(A.check_call(c)) for c in nb.cells if A.check_call(c)]
-        assert labels, f"{path.name} has no check cell"
-        assert all(lbl.startswith(f"{info.short}-ex") for lbl in labels), labels
-        title = next(
-            ln[2:].strip()
-            for c in nb.cells
-            if c.cell_type == "markdown"
-            for ln in c.source.split("\n")
-            if ln.startswith("# ")
-        )
-        assert title == info.title, f"{path.name}: update CHAPTERS' title to {title!r}"
-
-
-def test_instructors_page_table_is_up_to_date():
-    page = ROOT / "chapters" / "instructors.md"
-    assert A.update_instructors_page(page, check=True), (
-        "chapters/instructors.md is stale: run `python -m booktools.assignments table --write chapters/instructors.md`"
-    )
-
-
-# ---------------------------------------------------------------------------------------------------
-# Scoring executed notebooks (no kernel: synthetic outputs)
-# ---------------------------------------------------------------------------------------------------
-def _executed(demo_nb, outputs):
-    nb = A.instructor_notebook(demo_nb)
-    for label, outs in outputs.items():
-        cell = _cell_with(nb, f"check_demo_{label}(")
-        cell.outputs = [nbformat.from_dict(o) for o in outs]
-        cell.execution_count = 1 if outs is not None else None
-    return nb
-
-
-def test_score_reads_check_outputs(demo_nb):
-    ok = {"output_type": "stream", "name": "stdout", "text": "demo-ex1: correct\n"}
-    fail = {
-        "output_type": "error",
-        "ename": "CheckFailed",
-        "evalue": "demo-ex3: not quite. Hint: look",
-        "traceback": [],
-    }
-    rows = A.score_notebook(_executed(demo_nb, {"ex1": [ok], "ex3": [fail]}), "ann")
-    assert [(r.student, r.exercise, r.score, r.max_score) for r in rows] == [
-        ("ann", "demo-ex1", 1, 1),
-        ("ann", "demo-ex3", 0, 1),
-    ]
-    assert rows[1].message == "demo-ex3: not quite. Hint: look"
-    crash = {
-        "output_type": "error",
-        "ename": "NameError",
-        "evalue": "name 'scaled' is not defined",
-        "traceback": [],
-    }
-    printed_only = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
-    rows = A.score_notebook(_executed(demo_nb, {"ex1": [crash], "ex3": [printed_only]}))
-    assert rows[0].score == 0 and rows[0].message.startswith("NameError")
-    assert rows[1].score == 0 and "did not report" in rows[1].message
-    nb = _executed(demo_nb, {"ex1": [ok]})
-    nb.cells = [c for c in nb.cells if "check_demo_ex3(" not in c.source]
-    rows = A.score_notebook(nb)
-    assert [(r.exercise, r.score, r.message) for r in rows][1] == (
-        "demo-ex3",
-        0,
-        "check cell missing",
-    )
+    assert [c.id for c in source.cells] == [c.id for c in student.cells]
+    for src, rel in zip(source.cells, student.cells, strict=True):
+        meta = rel.metadata.get("nbgrader")
+        if meta is None:
+            assert rel.source == src.source and "deletable" not in rel.metadata
+            continue
+        assert meta["checksum"] == A._nbgrader_checksum(rel)
+        if meta["grade"] and not meta["solution"]:  # check cells: locked
+            assert rel.metadata["editable"] is False and rel.metadata["deletable"] is False
+            assert rel.source == src.source
+        if meta["solution"]:
+            assert rel.metadata["deletable"] is False and "SECRET" not in rel.source
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -558,14 +416,15 @@ def graded(demo_dir, demo_nb, student, tmp_path_factory):
     (subs / "6_corrupt.ipynb").write_text("{ this is not json")
     paths.append(subs / "6_corrupt.ipynb")
     report = subs / "report.csv"
+    release = subs.parent / "release.ipynb"
+    nbformat.write(student, release)
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYTHONPATH", str(demo_dir))  # the kernels import demochecks
+    mp.syspath_prepend(str(demo_dir))  # the grader imports the reference checks from demochecks
     try:
         # 8 s per cell: the loop costs 8 s; every legitimate cell here takes well under a second.
-        rc = A.main(["grade", *map(str, paths), "--out", str(report), "--timeout", "8"])
+        A.grade(paths, report, release=release, timeout=8, pythonpath=[demo_dir])
     finally:
         mp.undo()
-    assert rc == 0
     with report.open() as fh:
         rows = list(csv.DictReader(fh))
     return {(r["student"], r["exercise"]): r for r in rows}
@@ -595,8 +454,9 @@ def test_grade_partial_survives_crash_and_cheat(graded):
 @pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
 def test_grade_infinite_loop_times_out_and_batch_continues(graded):
     assert graded[("1_loop", "demo-ex1")]["message"] == "timeout"
-    assert graded[("1_loop", "demo-ex3")]["message"] == "timeout"
     assert graded[("1_loop", "demo-ex1")]["score"] == "0"
+    assert "not implemented yet" in graded[("1_loop", "demo-ex3")]["message"]  # graded on
+    assert graded[("2_instructor", "demo-ex1")]["score"] == "1"  # the batch went on
 
 
 @pytest.mark.slow  # one batch of six submissions: ~15 s idle, ~30 s under load
@@ -606,92 +466,80 @@ def test_grade_dead_kernel_and_corrupt_file(graded):
             "0",
             "kernel died",
         )
-    row = graded[("6_corrupt", "*")]
-    assert row["score"] == "0" and row["message"].startswith("unreadable notebook")
+    for ex in ("demo-ex1", "demo-ex3"):
+        row = graded[("6_corrupt", ex)]
+        assert row["score"] == "0" and row["message"].startswith("unreadable notebook")
 
 
 @pytest.mark.slow
-def test_notebook_timeout_stops_the_notebook():
-    cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(6)]
-    nb = nbformat.v4.new_notebook(cells=cells)
+def test_notebook_timeout_stops_the_notebook(demo_dir, student, tmp_path):
+    nb = nbformat.from_dict(student)
+    for _ in range(6):
+        nb.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)"))
+    nbformat.write(nb, tmp_path / "slow.ipynb")
+    nbformat.write(student, tmp_path / "release.ipynb")
     start = time.monotonic()
-    run = A.execute_notebook(nb, timeout=60, notebook_timeout=4)
-    assert run.reason == "timeout" and 1 <= run.stopped_at <= 3, run
-    assert (
-        time.monotonic() - start < 30
-    )  # kernel start-up + 4 s, not 6 x 1.5 s + waiting for the loop
-    assert nb.cells[-1].execution_count is None
-
-
-# ---------------------------------------------------------------------------------------------------
-# Integration: every chapter of the book
-# ---------------------------------------------------------------------------------------------------
-_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
-
-
-def _solution_names(nb) -> set[str]:
-    """Names assigned or defined in the solution cells of ``nb`` (parsed with ast)."""
-    import ast
-
-    names = set()
-    for c in nb.cells:
-        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"):
-            for node in ast.walk(ast.parse(c.source)):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    names.add(node.id)
-                elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-                    names.add(node.name)
-    return names
-
-
-CHAPTER_NOTEBOOKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", CHAPTER_NOTEBOOKS, ids=[p.stem for p in CHAPTER_NOTEBOOKS])
-def test_chapter_assignments(path):
-    """Student notebook: no solutions, every check fails with its hint; instructor: every check passes.
-
-    The instructor notebook is scored from the committed executed outputs (nbval re-executes them in
-    `make test`, so they are what the code produces). The student notebook must run: to keep this cheap
-    only the install and import cells and the exercises section execute (the chapter body is the same
-    as in the instructor notebook and already checked by nbval); if a check then fails for another
-    reason than CheckFailed (e.g. it needs a name from the body), the whole notebook runs.
-    """
-    nb = A.load_notebook(path)
-    student, instructor = A.student_notebook(nb, path.stem), A.instructor_notebook(nb, path.stem)
-    assert A.solution_leaks(student, instructor) == []
-
-    rows = A.score_notebook(instructor, "instructor")
-    assert rows and all(r.score == r.max_score > 0 for r in rows), [
-        (r.exercise, r.message) for r in rows
-    ]
-    labels = {r.exercise for r in rows}
-
-    code = [i for i, c in enumerate(student.cells) if c.cell_type == "code"]
-    start = A.exercise_section_start(student)
-    cheap = set(code[:2]) | {i for i in code if i >= start}
-    for cells in (cheap, None):
-        run_nb = nbformat.from_dict(student)
-        run = A.execute_notebook(run_nb, timeout=300, notebook_timeout=900, cells=cells)
-        assert run.reason is None, run.reason
-        checks = [c for c in run_nb.cells if A.check_call(c)]
-        errors = [next((o for o in c.outputs if o.output_type == "error"), None) for c in checks]
-        if all(e is not None and e.ename == "CheckFailed" for e in errors):
-            break
-        # A name that only a solution defines stays undefined however much of the body runs.
-        missing = {m for e in errors if e is not None for m in _UNDEFINED.findall(e.evalue)}
-        if missing & _solution_names(instructor):
-            break
-    assert {A.check_label(A.check_call(c)) for c in checks} == labels
-    for cell, err in zip(checks, errors, strict=True):
-        label = A.check_label(A.check_call(cell))
-        assert err is not None, f"{label} passed on the stub"
-        assert err.ename == "CheckFailed", (
-            f"{label}: the check crashed on the student notebook: {err.ename}: {err.evalue}. "
-            "Put the solution inside a function, or define the answer's name before ### BEGIN SOLUTION, "
-            "so that the check receives the stub and fails with its hint."
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(demo_dir))
+        rows = A.grade(
+            [tmp_path / "slow.ipynb"], release=tmp_path / "release.ipynb", notebook_timeout=4
         )
-        assert label in err.evalue
-    rows = A.score_notebook(run_nb, "student")
-    assert all(r.score == 0 for r in rows)
+    coding = [r for r in rows if r.score != "manual"]
+    assert coding and all(r.message == "notebook timeout" for r in coding), rows
+    assert time.monotonic() - start < 30  # kernel start-up + 4 s, not 6 x 1.5 s
+
+
+# ---------------------------------------------------------------------------------------------------
+# Integration: every chapter of the book, and nbgrader itself
+# ---------------------------------------------------------------------------------------------------
+CHAPTER_NOTEBOOKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+STEMS = [p.stem for p in CHAPTER_NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", CHAPTER_NOTEBOOKS, ids=STEMS)
+def test_chapter_editions(path):
+    """Built on the plain edition; no solution in the student edition; every exercise is graded."""
+    edition = A.load_notebook(A.edition_of(path))
+    assert "icl_edition" in edition.metadata
+    student = A.student_notebook(edition, path.stem)
+    instructor = A.instructor_notebook(edition, path.stem)
+    assert A.solution_leaks(student, instructor) == []
+    from booktools.grader import release_plan
+
+    items, _ = release_plan(student)
+    listed = [e["label"] for e in student.metadata["icl_book"]["exercises"]]
+    assert [it.label for it in items] == listed
+    assert {it.kind for it in items} <= {"coding", "written"}
+
+
+@pytest.fixture(scope="module")
+def nbgrader_course(tmp_path_factory):
+    """A real nbgrader course directory with every chapter's source, released by nbgrader 0.9."""
+    import shutil
+    import subprocess
+    import sys
+
+    course = tmp_path_factory.mktemp("course")
+    A.build(None, course / "built")
+    shutil.copytree(course / "built" / "nbgrader" / "source", course / "source")
+    env = {**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    for stem in STEMS:
+        subprocess.run(
+            [
+                sys.executable, "-m", "nbgrader", "generate_assignment", stem, "--force",
+                f"--CourseDirectory.root={course}", f"--CourseDirectory.db_url=sqlite:///{course}/gb.db",
+            ],
+            cwd=course, env=env, check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    return course
+
+
+@pytest.mark.slow  # nbgrader takes ~9 s per chapter
+@pytest.mark.parametrize("stem", STEMS)
+def test_student_edition_is_nbgraders_release(nbgrader_course, stem):
+    ours = nbformat.read(nbgrader_course / "built" / "student" / f"{stem}.ipynb", as_version=4)
+    theirs = nbformat.read(nbgrader_course / "release" / stem / f"{stem}.ipynb", as_version=4)
+    assert ours.metadata == theirs.metadata
+    assert len(ours.cells) == len(theirs.cells)
+    for i, (a, b) in enumerate(zip(ours.cells, theirs.cells, strict=True)):
+        assert a == b, f"{stem} cell {i} ({a.get('id')}) differs from nbgrader's release"
