@@ -920,6 +920,7 @@ def grade(
             data = f"unreadable: {exc}".encode()
         submissions.append((path.stem, data))
     cache: dict[str, object] = {}
+    folders = sorted({str(Path(p).resolve().parent) for p in notebooks})
 
     def release_for(student, data):
         if fixed is not None:
@@ -946,6 +947,7 @@ def grade(
                 notebook_timeout=notebook_timeout,
                 limits=limits or grader_sandbox.Limits(),
                 pythonpath=pythonpath,
+                hide_dirs=folders,
             )
         if log is not None:
             got = sum(r.score for r in rows if not isinstance(r.score, str))

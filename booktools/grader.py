@@ -569,6 +569,7 @@ def grade_submission(
     notebook_timeout: float = 3600,
     limits: grader_sandbox.Limits | None = None,
     pythonpath=(),
+    hide_dirs=(),
 ) -> list[ExerciseResult]:
     """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts)."""
     items, release_cells = release_plan(release)
@@ -598,7 +599,10 @@ def grade_submission(
     box = None
     try:
         box = grader_sandbox.start_kernel(
-            private, limits or grader_sandbox.Limits(), pythonpath=pythonpath
+            private,
+            limits or grader_sandbox.Limits(),
+            pythonpath=pythonpath,
+            hide_dirs=hide_dirs,
         )
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
         session = _Session(box, 0.0)

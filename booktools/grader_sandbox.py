@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,11 +179,14 @@ def start_kernel(
     limits: Limits | None = None,
     startup_timeout: float = 120,
     pythonpath=(),
+    hide_dirs=(),
 ):
     """Start a boxed IPython kernel whose private directory is ``private`` (created, must be empty).
 
     ``pythonpath``: folders the kernel may import from besides the installed packages (e.g. a course's
-    own helper modules); read-only inside the box."""
+    own helper modules); read-only inside the box. ``hide_dirs``: folders the kernel must not see
+    (the submissions' folders; the temporary directory is always hidden), each replaced by an empty
+    file system inside the box unless it holds the interpreter or the package."""
     from jupyter_client import KernelManager
 
     limits = limits or Limits()
@@ -195,8 +199,25 @@ def start_kernel(
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     limits_file = private / "limits.json"
+    keep = [Path(sys.prefix).resolve(), Path(__file__).resolve().parent.parent, private.resolve()]
+    hide = []
+    for folder in {Path(tempfile.gettempdir()).resolve(), *(Path(h).resolve() for h in hide_dirs)}:
+        if (
+            folder.is_dir()
+            and folder != Path("/")
+            and not any(k == folder or folder in k.parents for k in keep if k != private.resolve())
+        ):
+            hide.append(str(folder))
     limits_file.write_text(
-        json.dumps({**limits.__dict__, "private": str(private), "namespaced": namespaced})
+        json.dumps(
+            {
+                **limits.__dict__,
+                "private": str(private),
+                "namespaced": namespaced,
+                "hide": hide,
+                "restore": [str(Path(p).resolve()) for p in pythonpath],
+            }
+        )
     )
     launcher = [sys.executable, "-I", str(Path(__file__).resolve()), str(limits_file), "--"]
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -224,15 +245,40 @@ def start_kernel(
 # --------------------------------------------------------------------------------------------------
 # Inside the box
 # --------------------------------------------------------------------------------------------------
+def _bind(source: str, target: str) -> None:
+    """``mount --bind`` through the system call (mount(8) would resolve a /proc/self/fd link to the
+    path it once had)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_bind, ms_rec = 4096, 16384
+    if libc.mount(source.encode(), target.encode(), None, ms_bind | ms_rec, None) != 0:
+        raise OSError(ctypes.get_errno(), f"bind mount of {target} failed")
+
+
 def _inside(limits_file: str, argv: list[str]) -> None:
     import resource
 
     cfg = json.loads(Path(limits_file).read_text())
     private = cfg["private"]
     if cfg.get("namespaced"):
-        # Every mount read-only but the private directory (bound onto itself first, so it stays
-        # writable); /proc, /dev and /sys are the namespace's own.
-        subprocess.run(["mount", "--bind", private, private], check=True)
+        # Hide the temporary directory and the folders the submissions came from behind empty
+        # tmpfs mounts, put the private directory back in place (through a descriptor opened
+        # before), then make every mount read-only but the private directory; /proc, /dev and /sys
+        # are the namespace's own.
+        restore = [private, *cfg.get("restore", [])]
+        fds = [os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in restore]
+        for folder in cfg.get("hide", []):
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", folder],
+                check=False, capture_output=True,
+            )  # fmt: skip
+        for folder, fd in zip(restore, fds, strict=True):
+            if folder == private or not os.path.isdir(folder):
+                os.makedirs(folder, exist_ok=True)
+                _bind(f"/proc/self/fd/{fd}", folder)  # the descriptor, not the (now hidden) path
+            os.close(fd)
+        os.chdir(os.path.join(private, "work"))
         mounts = sorted(
             {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()}
         )
