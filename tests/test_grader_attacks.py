@@ -141,7 +141,7 @@ except MemoryError:
 FORKBOMB = """
 import os, time
 _kids = 0
-for _ in range(2000):
+for _ in range(200):
     try:
         pid = os.fork()
     except OSError:
@@ -320,7 +320,7 @@ def batch(tmp_path_factory):
     }
 
 
-@pytest.mark.slow  # one batch of 21 submissions: ~1.5 min
+@pytest.mark.slow  # one batch of 21 submissions: ~4 min under load
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_attack_scores_only_the_honest_part(batch, name):
     rows = batch["rows"]
