@@ -473,7 +473,8 @@ def pretrain_reduced_lsa(
 
     Examples
     --------
-    >>> gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, kappa=1.0, rho=0.1, rng=np.random.default_rng(0))
+    >>> rng = np.random.default_rng(0)
+    >>> gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, kappa=1.0, rho=0.1, rng=rng)
     >>> gamma.shape, pool.shape
     ((10, 11), (10, 10))
     """
@@ -591,7 +592,8 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
     Examples
     --------
     >>> gamma = np.zeros((5, 6))  # predicts 0: the error is E f² + ρ
-    >>> res = mc_error(gamma, np.sign, 2.0, 0.1, n_test=1000, rng=np.random.default_rng(0))
+    >>> rng = np.random.default_rng(0)
+    >>> res = mc_error(gamma, np.sign, 2.0, 0.1, n_test=1000, rng=rng)
     >>> print(f"{res.mean:.1f} {res.n_test}")
     1.1 1000
     """

@@ -418,7 +418,8 @@ def deep_bcd_weights(
     Examples
     --------
     >>> w = deep_bcd_weights(2, 3, width=6, eta=0.5)
-    >>> w.width, sum(len(b) for b in w.feature_blocks)  # all C(5, 3) − 1 = 9 features, in blocks of <= 2
+    >>> # all C(5, 3) − 1 = 9 features, in blocks of <= 2
+    >>> w.width, sum(len(b) for b in w.feature_blocks)
     (6, 9)
     """
     dim = positive_int("dim", dim)
