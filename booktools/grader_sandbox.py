@@ -10,8 +10,12 @@
   network, and every file system read-only except its private directory (nothing it writes can reach
   the grader, the package or the next submission); the kernel talks to the grader over Unix sockets
   in the private directory;
-- limits: address space (``RLIMIT_AS``), CPU time (``RLIMIT_CPU``), processes (``RLIMIT_NPROC``),
-  file size (``RLIMIT_FSIZE``), no core files;
+- limits: address space (``RLIMIT_AS``), CPU time (``RLIMIT_CPU``), file size (``RLIMIT_FSIZE``), no
+  core files, and a process count of its own: where the grader may create a ``pids`` cgroup (cgroup
+  v1 ``/sys/fs/cgroup/pids`` or a delegated v2 subtree, e.g. when grading as root in a container),
+  each kernel gets one with ``pids.max = nproc`` (a fork bomb fails with ``EAGAIN`` there and starves
+  nothing else); otherwise ``RLIMIT_NPROC``, which Linux counts per user *within the kernel's user
+  namespace* (so it limits that one submission) but does not enforce at all for the real root user;
 - in its own session and process group; :meth:`Kernel.kill` kills the namespace (or, without
   namespaces, the process group and every process carrying the run's token), so nothing outlives it.
 
@@ -111,6 +115,7 @@ class Kernel:
     private: Path
     token: str
     namespaced: bool
+    cgroup: Path | None = None
     _killed: bool = field(default=False, repr=False)
 
     def interrupt(self) -> None:
@@ -147,6 +152,8 @@ class Kernel:
                 proc.wait(timeout=10)
             except Exception:  # noqa: BLE001
                 pass
+        if self.cgroup is not None:
+            _kill_cgroup(self.cgroup)
         if not self.namespaced:
             _kill_by_token(self.token)
         try:
@@ -172,6 +179,57 @@ def _kill_by_token(token: str) -> None:
         if not found:
             return
         time.sleep(0.1)
+
+
+def _pids_cgroup(token: str, nproc: int | None) -> Path | None:
+    """A fresh ``pids`` cgroup limited to ``nproc`` tasks, or ``None`` where the grader cannot make one."""
+    if nproc is None or os.environ.get("ICL_GRADER_NO_CGROUP"):
+        return None
+    bases = [Path("/sys/fs/cgroup/pids")]  # cgroup v1
+    try:  # cgroup v2: a child of our own cgroup, if the pids controller is delegated there
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                bases.append(Path("/sys/fs/cgroup") / line[3:].lstrip("/"))
+    except OSError:
+        pass
+    for base in bases:
+        group = base / f"icl-grader-{token}"
+        try:
+            if not (base / "cgroup.procs").exists():
+                continue
+            group.mkdir()
+        except OSError:
+            continue
+        try:
+            (group / "pids.max").write_text(f"{int(nproc)}\n")
+            return group
+        except OSError:
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+    return None
+
+
+def _kill_cgroup(group: Path) -> None:
+    """Kill every task of ``group`` (until none is left, so a forking one cannot escape) and remove it."""
+    for _ in range(200):
+        try:
+            if (group / "cgroup.kill").exists():
+                (group / "cgroup.kill").write_text("1\n")
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.05)
 
 
 def start_kernel(
@@ -222,18 +280,31 @@ def start_kernel(
     launcher = [sys.executable, "-I", str(Path(__file__).resolve()), str(limits_file), "--"]
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
 
+    cgroup = _pids_cgroup(token, limits.nproc)
+    # the first process joins the cgroup before anything else runs, so all it starts counts there
+    join = (
+        ["/bin/sh", "-c", f'echo $$ > "{cgroup}/cgroup.procs" && exec "$@"', "icl-grader-join"]
+        if cgroup is not None
+        else []
+    )
+
     class _BoxedKernelManager(KernelManager):
         def format_kernel_cmd(self, extra_arguments=None):
-            cmd = [*(_UNSHARE + ["--"] if namespaced else []), *launcher, *kernel]
+            cmd = [*join, *(_UNSHARE + ["--"] if namespaced else []), *launcher, *kernel]
             return [c.replace("{connection_file}", self.connection_file) for c in cmd]
 
     km = _BoxedKernelManager(
         transport="ipc", ip=str(private / "k"), connection_file=str(private / "kernel.json")
     )
-    km.start_kernel(env=env, cwd=str(private / "work"))
+    try:
+        km.start_kernel(env=env, cwd=str(private / "work"))
+    except BaseException:
+        if cgroup is not None:
+            _kill_cgroup(cgroup)
+        raise
     kc = km.client()
     kc.start_channels()
-    box = Kernel(km, kc, private, token, namespaced)
+    box = Kernel(km, kc, private, token, namespaced, cgroup)
     try:
         kc.wait_for_ready(timeout=startup_timeout)
     except BaseException:

@@ -385,3 +385,23 @@ def test_decoder_accepts_data_only():
         with pytest.raises(ValueError):
             G.decode(bad)
     assert isinstance(G.decode({"t": "obj", "type": "Liar"}), G.Opaque)
+
+
+@pytest.mark.slow  # one kernel: ~5 s
+def test_fork_bomb_is_bounded_per_kernel(tmp_path):
+    """Each kernel has a process count of its own (a pids cgroup, or RLIMIT_NPROC inside its user
+    namespace): forks fail there, long before the machine's limit."""
+    box = grader_sandbox.start_kernel(tmp_path / "box", grader_sandbox.Limits(nproc=64))
+    out = []
+    try:
+        box.client.execute_interactive(
+            FORKBOMB + "print('forked', _kids)",
+            timeout=120,
+            output_hook=lambda m: out.append(m["content"].get("text", "")),
+        )
+    finally:
+        box.kill()
+    forked = int("".join(out).split("forked")[1].split()[0])
+    assert forked < 64, (forked, box.cgroup)
+    if box.cgroup is not None:
+        assert not box.cgroup.exists()  # killed and removed with the kernel
