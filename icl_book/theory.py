@@ -16,6 +16,8 @@ Divergent points return ``inf``: the ridgeless error at ``τ = 1`` exactly (the 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.optimize import brentq
 
@@ -30,13 +32,21 @@ from ._validate import (
     task_vectors,
 )
 
-__all__ = ["wishart_stieltjes", "icl_error", "idg_error", "error_of_gamma", "task_moments"]
-__all__ += [
+__all__ = [
+    "MIN_RATIO",
+    "MIN_RIDGE",
+    "wishart_stieltjes",
+    "icl_error",
+    "idg_error",
+    "error_of_gamma",
+    "TaskMoments",
+    "task_moments",
+    "EquivalentTask",
     "equivalent_linear_task",
     "nonlinear_icl_error",
     "nonlinear_idg_error",
     "nonlinear_error_of_gamma",
-]  # nonlinear (chapter 4)
+]
 
 
 # --- asymptotics: closed forms of Lu et al. (chapter 3) ---
@@ -323,12 +333,42 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
     return float(1 + rho + (1 + rho) / d * quad - 2 / d * lin)
 
 
-def task_moments(task_pool) -> tuple[np.ndarray, np.ndarray]:
+class TaskMoments(NamedTuple):
+    """Moments of a task pool, uniform over its rows (:func:`task_moments`).
+
+    Attributes
+    ----------
+    mean
+        ``μ̂ = E w``, shape ``(d,)``.
+    second_moment
+        ``R̂ = E w wᵀ``, shape ``(d, d)``.
+    """
+
+    mean: np.ndarray
+    second_moment: np.ndarray
+
+
+class EquivalentTask(NamedTuple):
+    """The linear teacher ``y = μ_1 (x·w) + ξ``, ``Var ξ = ρ_eff``, of :func:`equivalent_linear_task`.
+
+    Attributes
+    ----------
+    mu1
+        The linear Hermite component ``μ_1`` (its sign kept; errors depend on ``μ_1²`` only).
+    rho_eff
+        The effective noise ``ρ_eff >= ρ``.
+    """
+
+    mu1: float
+    rho_eff: float
+
+
+def task_moments(task_pool) -> TaskMoments:
     """Mean ``(d,)`` and second-moment matrix ``(d, d)`` of a ``(K, d)`` task pool (uniform over its rows)."""
     pool = as_array("task_pool", task_pool, 2)
     if pool.shape[0] < 1:
         raise ValueError("task_pool must have at least one row")
-    return pool.mean(axis=0), pool.T @ pool / pool.shape[0]
+    return TaskMoments(pool.mean(axis=0), pool.T @ pool / pool.shape[0])
 
 
 # --- nonlinear: chapter 4 section below ---
@@ -345,7 +385,7 @@ def _teacher(f):
     return f
 
 
-def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
+def equivalent_linear_task(f, rho=0.0) -> EquivalentTask:
     """The linear teacher that linear attention cannot tell apart from the teacher ``f``.
 
     For ``y = f(x·w) + ε`` with ``x·w ~ N(0, 1)`` and ``ε ~ N(0, ρ)``, linear attention extracts only the linear
@@ -369,8 +409,9 @@ def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
 
     Returns
     -------
-    (mu1, rho_eff) : tuple of float
-        ``μ_1`` (its sign is kept; the errors depend on ``μ_1²`` only) and ``ρ_eff >= ρ``.
+    EquivalentTask
+        ``(mu1, rho_eff)``: ``μ_1`` (its sign is kept; the errors depend on ``μ_1²`` only) and
+        ``ρ_eff >= ρ``.
 
     Raises
     ------
@@ -395,7 +436,7 @@ def equivalent_linear_task(f, rho=0.0) -> tuple[float, float]:
         raise ValueError(
             f"f must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
         ) from None
-    return float(mu1), float(rho_eff)
+    return EquivalentTask(float(mu1), float(rho_eff))
 
 
 # Below this fraction of E y² = E f² + ρ the linear component counts as exactly zero (the quadrature leaves
