@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icl_book import estimators, features, hermite, simulate, tasks, theory
 from icl_book.attention import deep
@@ -235,3 +237,29 @@ def test_learned_bcd_holds_its_frozen_writers_as_modules():
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all(n.startswith("gammas") for n in trainable)
     assert all(not p.requires_grad for p in model.writers.parameters())
+
+
+# --- a property over the whole accepted range of the theory ----------------------------------------
+_LOG_RATIO = st.floats(min_value=-8.0, max_value=8.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    log_alpha=_LOG_RATIO,
+    log_tau=_LOG_RATIO,
+    log_kappa=st.one_of(_LOG_RATIO, st.just(np.inf)),
+    rho=st.floats(min_value=0.0, max_value=10.0),
+    log_ridge=st.one_of(st.just(-np.inf), st.floats(min_value=-12.0, max_value=3.0)),
+)
+def test_theory_is_finite_and_positive_wherever_it_accepts_its_input(
+    log_alpha, log_tau, log_kappa, rho, log_ridge
+):
+    alpha, tau, kappa = 10.0**log_alpha, 10.0**log_tau, 10.0**log_kappa
+    ridge = 0.0 if log_ridge == -np.inf else 10.0**log_ridge
+    e = theory.icl_error(alpha, tau, kappa, rho, ridge)
+    if ridge == 0.0 and tau == 1.0:
+        assert e == np.inf
+    else:
+        assert np.isfinite(e) and e > 0, (alpha, tau, kappa, rho, ridge, e)
+    g = theory.idg_error(alpha, tau, kappa, rho)
+    assert g == np.inf if tau == 1.0 else (np.isfinite(g) and g >= 0), (alpha, tau, kappa, rho, g)
