@@ -386,7 +386,7 @@ def graded(demo_dir, demo_nb, student, tmp_path_factory):
     inst = A.instructor_notebook(demo_nb)
     partial = _edit(
         student,
-        "def scaled(x):\n    raise NotImplementedError()",
+        "def scaled(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
         "def scaled(x):\n    return SCALE * x",
     )
     partial = _edit(
@@ -397,7 +397,7 @@ def graded(demo_dir, demo_nb, student, tmp_path_factory):
     partial.cells.insert(3, nbformat.v4.new_code_cell("1 / 0"))
     loop = _edit(
         student,
-        "def scaled(x):\n    raise NotImplementedError()",
+        "def scaled(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
         "def scaled(x):\n    while True:\n        pass",
     )
     dead = nbformat.from_dict(student)
