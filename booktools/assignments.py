@@ -74,7 +74,10 @@ CHAPTERS_DIR = ROOT / "chapters"
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 STUB = "raise NotImplementedError()"
-CODE_STUB = ("# YOUR CODE HERE", STUB)  # nbgrader's ClearSolutions.code_stub["python"], line by line
+CODE_STUB = (
+    "# YOUR CODE HERE",
+    STUB,
+)  # nbgrader's ClearSolutions.code_stub["python"], line by line
 #: The first line of a collapsed solution code cell in the plain-notebook edition (booktools.editions).
 SOLUTION_TITLE = "# @title Solution (click to show)"
 ANSWER_STUB = (
@@ -1064,8 +1067,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--chapters-dir", type=Path, default=CHAPTERS_DIR, help=argparse.SUPPRESS)
     g = sub.add_parser("grade", help="execute submissions and write a CSV of scores")
     g.add_argument("notebooks", nargs="+", type=Path)
-    g.add_argument("--release", type=Path, default=None, help="the release to grade against "
-                   "(default: the chapter each submission claims, built from the repository)")
+    g.add_argument(
+        "--release",
+        type=Path,
+        default=None,
+        help="the release to grade against "
+        "(default: the chapter each submission claims, built from the repository)",
+    )
     g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")
     g.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
     g.add_argument(

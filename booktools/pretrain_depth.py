@@ -21,8 +21,12 @@ from icl_book.pretrain_depth import DATA_DIR, EXPERIMENTS, model_arrays, train_o
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", choices=[*EXPERIMENTS, "all"], default="all")
-    parser.add_argument("--out-dir", type=Path, default=DATA_DIR, help="where to write the .npz files")
-    parser.add_argument("--steps", type=int, default=None, help="Adam steps per run (default: the study's)")
+    parser.add_argument(
+        "--out-dir", type=Path, default=DATA_DIR, help="where to write the .npz files"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="Adam steps per run (default: the study's)"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--depths", type=int, nargs="+", default=None)
     parser.add_argument("--tasks", nargs="+", default=None)
