@@ -2,7 +2,7 @@
 
 Every predictor takes a batch of prompts ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)`` (plus its own
 hyper-parameters) and returns the predictions ``(B,)`` at the queries: what a transformer would output, computed
-by a classical algorithm. Closed-form risks of the one-step GD family live here too (``SCIENCE.md`` §2).
+by a classical algorithm. Closed-form risks of the one-step GD family live here too (chapter 2).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> fl
 def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
     """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
 
-    It minimises :func:`one_step_gd_risk` over all ``Γ`` (``SCIENCE.md`` §2).
+    It minimises :func:`one_step_gd_risk` over all ``Γ`` (chapter 2).
     """
     cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
     d = cov.shape[0]

@@ -8,7 +8,7 @@ Context tokens start as ``[x_i; 1; 0; y_i]``, the query as ``[x_q; 1; 0; 0]``. A
 on every token, ``e ← e + W_3[(W_1 e) ⊙ (W_2 e)]``, followed by linear self-attention
 ``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``; the prediction is ``ŷ = −Z[y, query]`` after the last layer.
 
-The construction (:func:`deep_bcd_weights`, ``SCIENCE.md`` §6)
+The construction (:func:`deep_bcd_weights`, see chapter 6)
 ----------------------------------------------------------------
 The ``F = C(d+p, p) − 1`` Hermite features of degree ``1..p`` (:mod:`icl_book.features`) are split into blocks
 ``φ_1, …, φ_B`` that fit in the scratch. Layer ``b``:
