@@ -303,18 +303,6 @@ def test_check_lsa_ex2():
             check_lsa_ex2(bad)
 
 
-def test_check_lsa_ex4():
-    cov, n, s2 = np.diag([3.0, 1.0, 0.3]), 10, 0.2
-    g = optimal_preconditioner(cov, n, s2)
-    assert check_lsa_ex4(g, 1.03 * g, cov, n, s2)
-    with pytest.raises(CheckFailed, match="gamma_predicted"):
-        check_lsa_ex4(np.linalg.inv(cov), g, cov, n, s2)  # Newton's Λ^{-1} is not Γ*
-    with pytest.raises(CheckFailed, match="away from"):
-        check_lsa_ex4(g, np.diag([g[0, 0], 0.0, 0.0]), cov, n, s2)  # a rank-one (stuck) run
-    with pytest.raises(CheckFailed, match="shape"):
-        check_lsa_ex4(g, g[:2, :2], cov, n, s2)
-
-
 def test_check_lsa_ex4_fails_cleanly_on_the_student_stub():
     # The student notebook leaves both answers at None when the solution is not written.
     with pytest.raises(CheckFailed):
