@@ -39,7 +39,7 @@ def _prompts(dim: int, seed: int = 0):
     ell, n, k = problem_sizes(dim, ALPHA, TAU, KAPPA)
     rng = np.random.default_rng(seed)
     pool = sample_task_pool(k, dim, rng=rng)
-    return sample_reduced_prompts(dim, ell, n, rng=rng, rho=RHO, task_pool=pool)
+    return sample_reduced_prompts(n, ell, dim, rng=rng, noise_var=RHO, task_pool=pool)
 
 
 def reference_solve(x_query, h, y_query, ridge: float = 0.0, block: int = 2048) -> np.ndarray:
@@ -100,7 +100,7 @@ def matmul_gflops(size: int = 2000) -> float:
 def main(quick: bool) -> None:
     threads = os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "default"))
     print(
-        f"alpha={ALPHA}, tau={TAU}, kappa={KAPPA}, rho={RHO}, ridgeless; BLAS threads: {threads}; "
+        f"alpha={ALPHA}, tau={TAU}, kappa={KAPPA}, noise_var={RHO}, ridgeless; BLAS threads: {threads}; "
         f"load average {os.getloadavg()[0]:.1f}; 2000x2000 matmul {matmul_gflops():.1f} GFLOP/s"
     )
     print(

@@ -65,7 +65,7 @@ def make_executor(kind: str, workers: int, scheduler: str | None):
 
 def grid(dim: int, alphas, taus) -> list[dict]:
     return [
-        {"dim": dim, "alpha": a, "tau": t, "kappa": KAPPA, "rho": RHO, "tol": 1e-6}
+        {"dim": dim, "alpha": a, "tau": t, "kappa": KAPPA, "noise_var": RHO, "tol": 1e-6}
         for a in alphas
         for t in taus
     ]

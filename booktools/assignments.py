@@ -30,10 +30,12 @@ import argparse
 import ast
 import copy
 import csv
+import dataclasses
 import json
 import os
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -761,6 +763,27 @@ def nbgrader_source_notebook(nb, name: str | None = None):
     return _edition(nb, "student", name)
 
 
+def sample_submission(release, instructor, solved):
+    """A submission an honest student could hand in: ``release`` with the instructor's answers in
+    the solution cells of the exercises in ``solved`` (labels) and the stubs elsewhere.
+
+    Used to try a grading set-up before a course (``benchmarks/bench_grader.py`` grades such
+    submissions with our grader and with nbgrader and compares the scores).
+    """
+    answers = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in instructor.cells
+        if _nb_is(c, "solution")
+    }
+    sub = copy.deepcopy(release)
+    for cell in sub.cells:
+        if _nb_is(cell, "solution"):
+            gid = cell.metadata["nbgrader"]["grade_id"]
+            if gid.split("-solution")[0] in solved:
+                cell.source = answers[gid]
+    return sub
+
+
 def solution_leaks(student, instructor, min_chars: int = 24) -> list[str]:
     """Solution text of ``instructor`` that appears in ``student`` (an empty list when none does).
 
@@ -900,6 +923,7 @@ def grade(
     limits=None,
     pythonpath=(),
     log=None,
+    jobs: int = 1,
 ):
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
 
@@ -908,7 +932,13 @@ def grade(
     edition of the chapter it claims to be, built from the repository. All files are read before the
     first submission runs. The student is the file stem (the parent folder's name for nbgrader's
     ``submitted/<student>/<assignment>/`` layout is not guessed: name files per student).
+
+    ``jobs`` submissions are graded side by side, each in its own sandboxed kernel; with
+    ``jobs > 1`` and no ``limits.threads``, each kernel gets ``cpu_count // jobs`` BLAS threads
+    (at least one). The report's rows follow the order of ``notebooks`` whatever ``jobs`` is.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     from booktools import grader, grader_sandbox
 
     fixed = None
@@ -936,9 +966,13 @@ def grade(
         return cache[key]
 
     grader._preload_references()
-    results = []
-    for student, data in submissions:
-        rel = release_for(student, data)
+    limits = limits or grader_sandbox.Limits()
+    if jobs > 1 and limits.threads is None:
+        limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
+    releases = [release_for(student, data) for student, data in submissions]
+
+    def one(k: int) -> list:
+        (student, data), rel = submissions[k], releases[k]
         if rel is None:
             rows = [grader.ExerciseResult(student, "*", 0, 0, "no chapter: pass --release")]
         else:
@@ -948,7 +982,7 @@ def grade(
                 rel,
                 timeout=timeout,
                 notebook_timeout=notebook_timeout,
-                limits=limits or grader_sandbox.Limits(),
+                limits=limits,
                 pythonpath=pythonpath,
                 hide_dirs=folders,
             )
@@ -956,7 +990,10 @@ def grade(
             got = sum(r.score for r in rows if not isinstance(r.score, str))
             top = sum(r.max_score for r in rows if not isinstance(r.score, str))
             print(f"{student}: {got:g}/{top:g}", file=log, flush=True)
-        results.extend(rows)
+        return rows
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:  # the kernels do the work
+        results = [row for rows in pool.map(one, range(len(submissions))) for row in rows]
     if out is not None:
         write_report(results, out)
     return results
@@ -1080,6 +1117,12 @@ def main(argv: list[str] | None = None) -> int:
         "--notebook-timeout", type=int, default=3600, help="seconds per notebook (default 3600)"
     )
     g.add_argument("--memory-mb", type=int, default=4096, help="address space per kernel (MB)")
+    g.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="submissions graded side by side (default: the number of CPUs)",
+    )
     t = sub.add_parser("table", help="print the instructors page's chapter table")
     t.add_argument("--write", type=Path, default=None, help="update the table in this page")
     t.add_argument("--check", action="store_true", help="with --write: fail if the page is stale")
@@ -1098,6 +1141,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.timeout <= 0 or args.notebook_timeout <= 0:
             print("error: --timeout and --notebook-timeout must be > 0", file=sys.stderr)
             return 2
+        jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+        if jobs < 1:
+            print(f"error: --jobs must be >= 1, got {jobs}", file=sys.stderr)
+            return 2
         from booktools.grader_sandbox import Limits
 
         results = grade(
@@ -1108,6 +1155,7 @@ def main(argv: list[str] | None = None) -> int:
             notebook_timeout=args.notebook_timeout,
             limits=Limits(memory_mb=args.memory_mb, cpu_s=2 * args.notebook_timeout),
             log=sys.stderr,
+            jobs=min(jobs, len(args.notebooks)),
         )
         if args.out is None:
             _write_rows(csv.writer(sys.stdout), results)

@@ -28,8 +28,10 @@ from __future__ import annotations
 import ast
 import base64
 import collections
+import contextlib
 import copy
 import importlib
+import io
 import json
 import keyword
 import pkgutil
@@ -37,6 +39,7 @@ import queue
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -531,6 +534,9 @@ def _submission_cells(sub, items, release_cells):
     return plan
 
 
+_CHECK_LOCK = threading.Lock()
+
+
 def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
     from icl_book.checks import CheckFailed
 
@@ -544,12 +550,11 @@ def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
         return 0, str(exc)
     except NotImplementedError:
         return 0, "not implemented yet"
-    import contextlib
-    import io
-
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out):
+        # redirect_stdout swaps the process-wide sys.stdout: one check at a time when
+        # submissions are graded side by side (the notebooks themselves still run in parallel)
+        with _CHECK_LOCK, contextlib.redirect_stdout(out):
             check(*args, **kwargs)
     except CheckFailed as exc:
         return 0, str(exc)

@@ -51,6 +51,7 @@ class Limits:
     cpu_s: int | None = 3600  # CPU seconds of each process
     nproc: int | None = 256  # processes and threads (torch and BLAS threads count)
     file_mb: int | None = 512  # largest file it can write
+    threads: int | None = None  # BLAS/OpenMP threads (None: the grader's setting, if any)
 
 
 _UNSHARE = [
@@ -254,6 +255,9 @@ def start_kernel(
     token = secrets.token_hex(16)
     namespaced = namespaces_available()
     env = _minimal_env(private, token)
+    if limits.threads is not None:  # kernels graded side by side must not oversubscribe the cores
+        for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[key] = str(limits.threads)
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     limits_file = private / "limits.json"

@@ -7,10 +7,11 @@ builds on it, and fails the chapter's execution (and so ``make execute`` and nbv
 from __future__ import annotations
 
 import sys
+from importlib import resources
 
 import numpy as np
 
-__all__ = ["in_colab", "glue", "claim", "ClaimFailed"]
+__all__ = ["in_colab", "glue", "claim", "ClaimFailed", "load_table"]
 
 
 def in_colab() -> bool:
@@ -91,4 +92,27 @@ def claim(holds, sentence: str) -> None:
     if not holds:
         raise ClaimFailed(
             f"the book claims: {sentence!r}, but the numbers computed here contradict it"
+        )
+
+
+def load_table(name: str) -> np.ndarray:
+    """A stored sweep table of the book (``icl_book/data/<name>.csv``) as a structured array.
+
+    The tables hold simulations too slow for a chapter's time budget; ``booktools/tables.py``
+    defines and computes them (its docstring gives the command). They ship inside the package,
+    so a chapter loads them the same way from a clone and on Colab. Columns are named by the
+    table's header; text columns (``set``, ``teacher``) are strings.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of the stored tables (the message lists them).
+    """
+    data = resources.files("icl_book") / "data"
+    names = sorted(p.name[:-4] for p in data.iterdir() if p.name.endswith(".csv"))
+    if name not in names:
+        raise ValueError(f"name must be one of the stored tables {names}, got {name!r}")
+    with (data / f"{name}.csv").open(encoding="utf-8") as fh:
+        return np.genfromtxt(
+            fh, delimiter=",", names=True, skip_header=3, dtype=None, encoding="utf-8"
         )

@@ -13,7 +13,28 @@ a submission by which checks pass. A check must not be fooled by the stub a stud
 
 from __future__ import annotations
 
+import math
+from math import ceil, comb
+
 import numpy as np
+
+from .attention.glu import GLULSABlockWeights, glu_lsa_block_predict
+from .attention.lsa import lsa_forward, token_matrix
+from .estimators import (
+    best_one_step_eta,
+    block_coordinate_gd_predict,
+    hermite_one_step_excess_risk,
+    one_step_gd_predict,
+    one_step_kernel_gd_predict,
+    optimal_preconditioned_risk,
+    optimal_preconditioner,
+    polynomial_kernel,
+)
+from .features import partition_features
+from .hermite import LINKS, effective_noise, erf_link
+from .simulate import simulated_errors
+from .tasks import sample_linear_prompts
+from .theory import equivalent_linear_task, icl_error, idg_error
 
 __all__ = ["CheckFailed", "Passed", "passed", "call_answer", "require_close"]
 __all__ += ["check_hermite_ex1", "check_hermite_ex3"]  # hermite
@@ -120,7 +141,6 @@ def check_prologue_ex1(ridge_prediction) -> Passed:
 
 def check_prologue_ex2(best_eta) -> Passed:
     """``best_eta(dim, context_len, noise_var) -> float``: the risk-minimising step for Λ = I."""
-    from .estimators import best_one_step_eta
 
     label = "prologue-ex2"
     for d, n, s2 in [(5, 20, 0.25), (1, 1, 0.0), (10, 3, 2.0), (3, 100, 1.0)]:
@@ -141,7 +161,6 @@ def check_prologue_ex2(best_eta) -> Passed:
 
 def check_hermite_ex1(relu_coefficient) -> Passed:
     """``relu_coefficient(k) -> float``: ``μ_k = E[ReLU(Z) He_k(Z)]`` in closed form, ``k >= 0``."""
-    from .hermite import LINKS
 
     label = "hermite-ex1"
     exact = LINKS["relu"].closed_form_coefficients(14)
@@ -165,7 +184,6 @@ def check_hermite_ex1(relu_coefficient) -> Passed:
 
 def check_hermite_ex3(erf_effective_noise) -> Passed:
     """``erf_effective_noise(a, rho) -> float``: ``ρ + E f² − μ_1²`` for ``f(z) = erf(a z)``."""
-    from .hermite import effective_noise, erf_link
 
     label = "hermite-ex3"
     for a in (0.25, 0.7, 1.0, 3.0):
@@ -194,7 +212,6 @@ def check_hermite_ex3(erf_effective_noise) -> Passed:
 
 def check_nonlinear_ex1(equivalent_from_coefficients) -> Passed:
     """``equivalent_from_coefficients(mu (K+1,), rho) -> (mu1, rho_eff)`` for ``f = Σ_k (μ_k/k!) He_k``."""
-    import math
 
     label = "nonlinear-ex1"
     rng = np.random.default_rng(4242)
@@ -234,7 +251,6 @@ def check_nonlinear_ex1(equivalent_from_coefficients) -> Passed:
 
 def check_nonlinear_ex3(design_teacher) -> Passed:
     """``design_teacher(mu1, rho_eff, rho) -> f`` with ``equivalent_linear_task(f, rho) == (mu1, rho_eff)``."""
-    from .theory import equivalent_linear_task
 
     label = "nonlinear-ex3"
     targets = [
@@ -288,7 +304,6 @@ def check_nonlinear_ex3(design_teacher) -> Passed:
 
 def check_lsa_ex1(best_eta) -> Passed:
     """``best_eta(input_cov (d, d), context_len, noise_var) -> float``: the risk-minimising scalar step."""
-    from .estimators import best_one_step_eta
 
     label = "lsa-ex1"
     rng = np.random.default_rng(2024)
@@ -320,13 +335,11 @@ def check_lsa_ex1(best_eta) -> Passed:
 
 
 def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
-    """``lsa_weights_from_w0(w0 (d,), eta) -> (W_KQ, W_PV)`` for one GD step started at ``w0``.
+    """``lsa_weights_from_w0(w0 (d,), eta) -> (w_kq, w_pv)`` for one GD step started at ``w0``.
 
     The prediction is read as ``−[LSA(Z)]_{d+1, N+1}`` from the token matrix whose query label slot holds
     ``−w0ᵀx_q``; it must equal ``x_qᵀ w_1`` with ``w_1 = w0 − η ∇L(w0)``.
     """
-    from .attention.lsa import lsa_forward, token_matrix
-    from .tasks import sample_linear_prompts
 
     label = "lsa-ex2"
     rng = np.random.default_rng(77)
@@ -335,16 +348,16 @@ def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
         p = sample_linear_prompts(6, n, d, rng=rng, noise_var=0.2)
         got = call_answer(label, lsa_weights_from_w0, w0.copy(), eta)
         if not isinstance(got, tuple) or len(got) != 2:
-            raise CheckFailed(f"{label}: return a tuple (W_KQ, W_PV)")
-        W_KQ, W_PV = (np.asarray(w, dtype=np.float64) for w in got)
-        for name, w in (("W_KQ", W_KQ), ("W_PV", W_PV)):
+            raise CheckFailed(f"{label}: return a tuple (w_kq, w_pv)")
+        w_kq, w_pv = (np.asarray(w, dtype=np.float64) for w in got)
+        for name, w in (("w_kq", w_kq), ("w_pv", w_pv)):
             if w.shape != (d + 1, d + 1):
                 raise CheckFailed(
                     f"{label}: {name} must have shape {(d + 1, d + 1)}, got {w.shape}"
                 )
         Z = token_matrix(p.xs, p.ys, p.x_query)
         Z[:, d, -1] = -p.x_query @ w0
-        got_pred = -lsa_forward(Z, W_KQ, W_PV)[:, d, -1]
+        got_pred = -lsa_forward(Z, w_kq, w_pv)[:, d, -1]
         residuals = p.ys - p.xs @ w0
         w1 = w0 + eta / n * np.einsum("bn,bnd->bd", residuals, p.xs)
         # Exact algebra on O(1) numbers: 1e-10 is rounding headroom only.
@@ -374,12 +387,6 @@ def check_lsa_ex4(
     2.4 % above it), cannot be below it by more than sampling noise (no LSA beats ``R*``), and
     cannot coincide with ``Γ*`` to rounding (that would be the formula, not training).
     """
-    from .estimators import (
-        one_step_gd_predict,
-        optimal_preconditioned_risk,
-        optimal_preconditioner,
-    )
-    from .tasks import sample_linear_prompts
 
     label = "lsa-ex4"
     cov = np.asarray(input_cov, dtype=np.float64)
@@ -436,7 +443,6 @@ def check_lsa_ex4(
 
 def check_glu_ex1(min_width) -> Passed:
     """``min_width(d, p) -> int``: the smallest token width of one block holding every monomial of degree ≤ p."""
-    from math import comb
 
     label = "glu-ex1"
     for d, p in [(1, 1), (1, 2), (2, 2), (4, 2), (3, 3), (8, 2), (5, 4), (10, 3)]:
@@ -453,8 +459,6 @@ def check_glu_ex1(min_width) -> Passed:
 
 def check_glu_ex2(inhomogeneous_block_weights) -> Passed:
     """``inhomogeneous_block_weights(dim, eta) -> GLULSABlockWeights`` predicting ``(η/N) Σ y_i (1 + x_i·x_q)²``."""
-    from .attention.glu import GLULSABlockWeights, glu_lsa_block_predict
-    from .estimators import one_step_kernel_gd_predict, polynomial_kernel
 
     label = "glu-ex2"
     rng = np.random.default_rng(2024)
@@ -488,7 +492,6 @@ def check_glu_ex2(inhomogeneous_block_weights) -> Passed:
 
 def check_glu_ex4(excess_constant) -> Passed:
     """``excess_constant(d, noise_var) -> float``: ``C`` in excess risk ``= C/N`` (whitened one-step GD)."""
-    from .estimators import hermite_one_step_excess_risk
 
     label = "glu-ex4"
     for d, s2 in [(1, 0.0), (2, 0.5), (4, 0.1), (7, 2.0)]:
@@ -496,7 +499,7 @@ def check_glu_ex4(excess_constant) -> Passed:
         require_close(
             label,
             got,
-            hermite_one_step_excess_risk(d, 1, s2),
+            hermite_one_step_excess_risk(1, d, s2),
             rtol=1e-9,
             atol=1e-12,
             hint="C = E[y² ‖φ(x)‖²] − ‖θ‖²: split off the noise (σ² p), then use ‖φ‖² = 1 + d/2 + ‖x‖⁴/2 and "
@@ -510,7 +513,6 @@ def check_glu_ex4(excess_constant) -> Passed:
 
 def check_asymptotics_ex1(limit_error) -> Passed:
     """``limit_error(alpha, rho) -> float``: the τ, κ → ∞ limit of the ridgeless ``e_ICL``."""
-    from .theory import icl_error
 
     label = "asymptotics-ex1"
     for alpha in (0.25, 1.0, 3.0, 20.0):
@@ -533,7 +535,6 @@ def check_asymptotics_ex1(limit_error) -> Passed:
 
 def check_asymptotics_ex3(asymptotic_gap) -> Passed:
     """``asymptotic_gap(kappa) -> float``: the α, τ → ∞ limit of ``g = e_ICL − e_IDG`` (ρ = 0)."""
-    from .theory import icl_error, idg_error
 
     label = "asymptotics-ex3"
     for kappa in (0.1, 0.3, 0.5, 0.8, 1.5, 2.0, 5.0, 50.0):
@@ -573,7 +574,6 @@ def check_asymptotics_ex4(simulate_icl) -> Passed:
     an independent correct simulation agrees within the tolerance (checked in the tests on 24 independent
     streams). The same seed must give the same number, and different seeds different numbers.
     """
-    from .simulate import simulated_errors
 
     label = "asymptotics-ex4"
     rho = 0.5
@@ -629,8 +629,6 @@ def check_asymptotics_ex4(simulate_icl) -> Passed:
 
 def check_depth_ex2(bcd_predict) -> Passed:
     """``bcd_predict(xs, ys, x_query, feature_blocks, eta, n_cycles) -> (B,)``: cyclic block-coordinate GD."""
-    from .estimators import block_coordinate_gd_predict
-    from .features import partition_features
 
     label = "depth-ex2"
     rng = np.random.default_rng(606)
@@ -656,7 +654,6 @@ def check_depth_ex2(bcd_predict) -> Passed:
 
 def check_depth_ex3(min_layers) -> Passed:
     """``min_layers(dim, degree, width) -> int``: ``⌈(C(d+p, p) − 1) / (width − d − 2)⌉`` layers per cycle."""
-    from math import ceil, comb
 
     label = "depth-ex3"
     cases = [(1, 1, 4), (2, 3, 6), (3, 3, 9), (3, 2, 14), (5, 3, 10), (10, 2, 20), (4, 4, 7)]

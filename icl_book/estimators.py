@@ -314,7 +314,7 @@ def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     return float(risk) if a.ndim == 2 else risk
 
 
-def hermite_one_step_excess_risk(dim: int, context_len, noise_var: float = 0.0):
+def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
     """Exact excess risk of one GD step (``η = 1``) on the Hermite features, averaged over random quadratics.
 
     Features ``φ = [1; x; h(x)]`` (``p = (d+1)(d+2)/2``, identity covariance under ``x ~ N(0, I_d)``), tasks
@@ -327,10 +327,10 @@ def hermite_one_step_excess_risk(dim: int, context_len, noise_var: float = 0.0):
 
     Parameters
     ----------
-    dim
-        ``d >= 1``.
     context_len
         ``N >= 1``, an int or an array of ints.
+    dim
+        ``d >= 1``.
     noise_var
         ``σ² >= 0``.
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import erf as _erf
 
+from ._compat import NOISE_VAR, renamed
 from ._validate import as_array, flag, integer, nonnegative_float, positive_float
 from .features import orthonormal_table
 
@@ -509,15 +510,17 @@ def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
     return max(second_moment(f, kinks=kinks) - mu[0] ** 2 - mu[1] ** 2, 0.0)
 
 
-def effective_noise(f, rho: float = 0.0, *, kinks: Iterable[float] | None = None) -> float:
+@renamed(f="link", rho="noise_var")
+def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | None = None) -> float:
     """Effective noise ``ρ_eff = ρ + E f² − μ_1²`` of the teacher ``y = f(x·w) + ε``, ``Var ε = ρ``.
 
-    This is what linear attention sees as noise (chapter 4): the nonlinear energy *plus*
-    ``μ_0²`` (the model has no bias and is odd in the query).
+    ``link`` is the teacher ``f`` and ``noise_var`` the label-noise variance ``ρ``. This is what
+    linear attention sees as noise (chapter 4): the nonlinear energy *plus* ``μ_0²`` (the model
+    has no bias and is odd in the query).
     """
-    rho = nonnegative_float("rho", rho)
-    mu1 = linear_component(f, kinks=kinks)
-    return max(float(rho) + second_moment(f, kinks=kinks) - mu1**2, float(rho))
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    mu1 = linear_component(link, kinks=kinks)
+    return max(float(noise_var) + second_moment(link, kinks=kinks) - mu1**2, float(noise_var))
 
 
 def truncation_errors(f, max_degree: int, *, kinks: Iterable[float] | None = None) -> np.ndarray:

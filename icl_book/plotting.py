@@ -110,8 +110,8 @@ def figure_png(fig) -> tuple[str, dict[str, int]] | None:
 
 def _shell():
     try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python
+        from IPython import get_ipython  # optional: plain Python has no IPython
+    except ImportError:
         return None
     shell = get_ipython()
     return shell if shell is not None and hasattr(shell, "display_formatter") else None
@@ -121,7 +121,7 @@ def _load_inline_backend() -> None:
     # In a notebook, matplotlib loads its inline backend lazily, at the first figure; loading it then would
     # reset the figure formatters (and rcParams it manages). Load it now, before the style is applied.
     if _shell() is not None and "inline" in str(mpl.rcParams._get("backend")):
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # only in a notebook: pyplot picks a backend on import
 
         plt.switch_backend(mpl.rcParams._get("backend"))
 
@@ -130,7 +130,7 @@ def _install_png_formatter() -> None:
     shell = _shell()
     if shell is None:
         return
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # only in a notebook, like the formatter it registers
 
     formatters = shell.display_formatter.formatters
     for mime in ("image/svg+xml", "image/jpeg", "application/pdf"):

@@ -22,13 +22,16 @@ Objective: ``Σ_μ (y_μ − ⟨Γ, H_μ⟩)² + (n/d) λ ‖Γ‖_F²``; at ``�
 
 from __future__ import annotations
 
+import ctypes
 import math
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
 
+from ._compat import NOISE_VAR, renamed
 from ._validate import (
     as_array,
     generator,
@@ -39,12 +42,15 @@ from ._validate import (
     reduced_gamma,
     task_vectors,
 )
+from .hermite import get_link
 from .tasks import sample_task_pool
-from .theory import error_of_gamma, task_moments
+from .theory import error_of_gamma, nonlinear_error_of_gamma
 
 __all__ = [
     "ReducedPrompts",
     "SolveInfo",
+    "RidgeSolution",
+    "PretrainedLSA",
     "SimulatedErrors",
     "problem_sizes",
     "reduced_features",
@@ -89,6 +95,21 @@ class SolveInfo(NamedTuple):
     residual: float
     converged: bool
     preconditioned: bool
+
+
+class RidgeSolution(NamedTuple):
+    """What :func:`solve_reduced_ridge` returns: the ``(d, d+1)`` solution ``gamma`` and its ``info``."""
+
+    gamma: np.ndarray
+    info: SolveInfo
+
+
+class PretrainedLSA(NamedTuple):
+    """What :func:`pretrain_reduced_lsa` returns: the learned ``gamma`` and the ``task_pool`` it was
+    pretrained on (``None`` when ``κ = ∞``: a fresh task for every prompt)."""
+
+    gamma: np.ndarray
+    task_pool: np.ndarray | None
 
 
 class SimulatedErrors(NamedTuple):
@@ -174,13 +195,14 @@ def _apply_link(link, z):
     return out
 
 
+@renamed(n_prompts="batch", rho="noise_var")
 def sample_reduced_prompts(
-    dim: int,
+    batch: int,
     context_len: int,
-    n_prompts: int,
+    dim: int,
     *,
     rng: np.random.Generator,
-    rho: float = 0.0,
+    noise_var: float = 0.0,
     task_pool: np.ndarray | None = None,
     link: Callable[[np.ndarray], np.ndarray] | None = None,
     return_tasks: bool = False,
@@ -194,11 +216,12 @@ def sample_reduced_prompts(
 
     Parameters
     ----------
-    dim, context_len, n_prompts
-        ``d``, ``ℓ`` and ``n``, integers ``>= 1``.
+    batch, context_len, dim
+        The number of prompts ``n``, the context length ``ℓ`` and the dimension ``d``, integers ``>= 1``
+        (the order of :func:`icl_book.tasks.sample_linear_prompts`).
     rng
         The only source of randomness; prompts are drawn in blocks of ``SAMPLE_BATCH`` (a module constant).
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0`` (context and query labels).
     task_pool
         ``(K, d)`` task vectors, or ``None`` for fresh tasks.
@@ -210,13 +233,13 @@ def sample_reduced_prompts(
     rng = generator(rng)
     dim = positive_int("dim", dim)
     ell = positive_int("context_len", context_len)
-    n = positive_int("n_prompts", n_prompts)
-    rho = nonnegative_float("rho", rho)
+    n = positive_int("batch", batch)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
     if task_pool is not None:
         pool, pool_norms = task_vectors("task_pool", task_pool, dim)
-    sd_noise = math.sqrt(rho)
+    sd_noise = math.sqrt(noise_var)
     x_query = np.empty((n, dim))
     h = np.empty((n, dim + 1))
     y_query = np.empty(n)
@@ -310,7 +333,7 @@ def solve_reduced_ridge(
     tol: float = 1e-10,
     max_iter: int | None = None,
     preconditioner: str = "auto",
-) -> tuple[np.ndarray, SolveInfo]:
+) -> RidgeSolution:
     """Minimise ``Σ_μ (y_μ − x_μᵀ Γ h_μ)² + (n/d) λ ‖Γ‖_F²`` over ``Γ ∈ R^{d×(d+1)}``, matrix-free.
 
     Conjugate gradients on the normal equations ``(1/n) Σ_μ x_μ x_μᵀ Γ h_μ h_μᵀ + (λ/d) Γ = (1/n) Σ_μ y_μ x_μ h_μᵀ``;
@@ -404,7 +427,7 @@ def solve_reduced_ridge(
     gamma = np.zeros((d, d + 1))
     rhs_norm = float(np.linalg.norm(rhs))
     if rhs_norm == 0:
-        return gamma, SolveInfo(0, 0.0, True, use_precond)
+        return RidgeSolution(gamma, SolveInfo(0, 0.0, True, use_precond))
     r, res, it = rhs, 1.0, 0
     while it < max_iter and res > tol:
         inner_tol = max(REFINE_TOL, tol / res) if single else tol / res
@@ -424,22 +447,23 @@ def solve_reduced_ridge(
             RuntimeWarning,
             stacklevel=2,
         )
-    return gamma, SolveInfo(it, res, converged, use_precond)
+    return RidgeSolution(gamma, SolveInfo(it, res, converged, use_precond))
 
 
+@renamed(rho="noise_var")
 def pretrain_reduced_lsa(
     dim: int,
     alpha: float,
     tau: float,
     kappa: float = np.inf,
-    rho: float = 0.0,
+    noise_var: float = 0.0,
     ridge: float = 0.0,
     *,
     link: Callable[[np.ndarray], np.ndarray] | None = None,
     rng: np.random.Generator,
     tol: float = 1e-10,
     max_iter: int | None = None,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> PretrainedLSA:
     """Pretrain the reduced linear attention ``ŷ = ⟨Γ, H_Z⟩`` by ridge regression (fast and exact).
 
     Draws ``K = ⌊κd⌉`` tasks (:func:`icl_book.tasks.sample_task_pool`; none when ``κ = ∞``), then
@@ -453,7 +477,7 @@ def pretrain_reduced_lsa(
         ``d``, an integer ``>= 1``.
     alpha, tau, kappa
         ``α, τ > 0``; ``κ > 0`` or ``np.inf`` (a fresh task for every prompt).
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
     ridge
         ``λ >= 0``.
@@ -474,44 +498,47 @@ def pretrain_reduced_lsa(
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, kappa=1.0, rho=0.1, rng=rng)
+    >>> gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, kappa=1.0, noise_var=0.1, rng=rng)
     >>> gamma.shape, pool.shape
     ((10, 11), (10, 10))
     """
     rng = generator(rng)
     ell, n, k = problem_sizes(dim, alpha, tau, kappa)
-    rho = nonnegative_float("rho", rho)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
     ridge = nonnegative_float("ridge", ridge)
     pool = None if k is None else sample_task_pool(k, dim, rng=rng)
-    prompts = sample_reduced_prompts(dim, ell, n, rng=rng, rho=rho, task_pool=pool, link=link)
+    prompts = sample_reduced_prompts(
+        n, ell, dim, rng=rng, noise_var=noise_var, task_pool=pool, link=link
+    )
     gamma, _ = solve_reduced_ridge(
         prompts.x_query, prompts.h, prompts.y_query, ridge, tol=tol, max_iter=max_iter
     )
-    return gamma, pool
+    return PretrainedLSA(gamma, pool)
 
 
-def gamma_errors(gamma, context_len: int, rho: float, task_pool=None) -> SimulatedErrors:
+@renamed(rho="noise_var")
+def gamma_errors(gamma, alpha: float, noise_var: float, task_pool=None) -> SimulatedErrors:
     """Exact errors of ``Γ`` (linear teacher) via :func:`icl_book.theory.error_of_gamma`.
 
     ``icl``: fresh tasks; ``idg``: tasks drawn uniformly from ``task_pool`` (its mean and second moment),
-    ``nan`` when ``task_pool`` is ``None``. ``context_len`` is the integer ``ℓ`` (α = ℓ/d is used).
+    ``nan`` when ``task_pool`` is ``None``. ``alpha`` is ``ℓ/d`` for the context length ``ℓ`` that ``Γ`` is
+    used with (the first value of :func:`problem_sizes` divided by ``d``), as in every error function.
     """
-    gamma = as_array("gamma", gamma, 2)
-    d = gamma.shape[0]
-    ell = positive_int("context_len", context_len)
-    icl = error_of_gamma(gamma, ell / d, rho)
+    gamma = reduced_gamma("gamma", gamma)
+    alpha = positive_float("alpha", alpha)
+    icl = error_of_gamma(gamma, alpha, noise_var)
     if task_pool is None:
         return SimulatedErrors(icl, float("nan"))
-    mean, second = task_moments(task_pool)
-    return SimulatedErrors(icl, error_of_gamma(gamma, ell / d, rho, mean, second))
+    return SimulatedErrors(icl, error_of_gamma(gamma, alpha, noise_var, task_pool=task_pool))
 
 
+@renamed(rho="noise_var")
 def simulated_errors(
     dim: int,
     alpha: float,
     tau: float,
     kappa: float = np.inf,
-    rho: float = 0.0,
+    noise_var: float = 0.0,
     ridge: float = 0.0,
     *,
     rng: np.random.Generator,
@@ -525,10 +552,10 @@ def simulated_errors(
     ``max_iter`` go to :func:`solve_reduced_ridge` (``tol = 1e-6`` already fixes the errors to ~1e-6).
     """
     gamma, pool = pretrain_reduced_lsa(
-        dim, alpha, tau, kappa, rho, ridge, rng=rng, tol=tol, max_iter=max_iter
+        dim, alpha, tau, kappa, noise_var, ridge, rng=rng, tol=tol, max_iter=max_iter
     )
     ell, _, _ = problem_sizes(dim, alpha, tau, kappa)
-    return gamma_errors(gamma, ell, rho, pool)
+    return gamma_errors(gamma, ell / dim, noise_var, pool)
 
 
 # --- nonlinear: chapter 4 section below ---
@@ -542,21 +569,22 @@ class MCError(NamedTuple):
     n_test: int
 
 
-def _teacher_link(f):
-    """``f`` as ``sample_reduced_prompts`` wants it: ``None`` (identity) or a callable; strings are looked up."""
-    if f is None or callable(f):
-        return f
-    if isinstance(f, str):
-        from .hermite import get_link
-
-        return get_link(f)
+def _teacher_link(link):
+    """``link`` as ``sample_reduced_prompts`` wants it: ``None`` (identity) or a callable; strings are
+    looked up."""
+    if link is None or callable(link):
+        return link
+    if isinstance(link, str):
+        return get_link(link)
     raise TypeError(
-        f"f must be a vectorised callable R -> R, a registered link name or None, got {type(f).__name__}"
+        "link must be a vectorised callable R -> R, a registered link name or None, "
+        f"got {type(link).__name__}"
     )
 
 
-def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
-    """Monte Carlo test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` on prompts from the teacher ``f``.
+@renamed(f="link", rho="noise_var")
+def mc_error(gamma, link, alpha, noise_var, *, task_pool=None, n_test, rng) -> MCError:
+    """Monte Carlo test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` on prompts from the teacher ``link``.
 
     Test prompts follow :func:`sample_reduced_prompts` (Lu et al.'s conventions, exact in law): ``x ~ N(0, I/d)``,
     ``y = f(x·w) + ε`` with ``ε ~ N(0, ρ)`` on context *and* query labels (so the error includes ``ρ``, as in
@@ -573,7 +601,7 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
         linear teacher ``f(z) = z``.
     alpha
         ``α > 0``; the test context length is ``ℓ = ⌊αd⌉``.
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
     task_pool
         ``None``: a fresh task for every test prompt (the in-context error ``e_ICL``). A ``(K, d)`` array: tasks
@@ -600,9 +628,9 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
     rng = generator(rng)
     gamma = reduced_gamma("gamma", gamma)
     dim = gamma.shape[0]
-    link = _teacher_link(f)
+    link = _teacher_link(link)
     alpha = positive_float("alpha", alpha)
-    rho = nonnegative_float("rho", rho)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
     n_test = positive_int("n_test", n_test, minimum=2)
     ell = _round_half_up(alpha * dim)
     if ell < 1:
@@ -615,7 +643,9 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
     count, mean, m2 = 0, 0.0, 0.0
     for start in range(0, n_test, SAMPLE_BATCH):
         b = min(SAMPLE_BATCH, n_test - start)
-        p = sample_reduced_prompts(dim, ell, b, rng=rng, rho=rho, task_pool=task_pool, link=link)
+        p = sample_reduced_prompts(
+            b, ell, dim, rng=rng, noise_var=noise_var, task_pool=task_pool, link=link
+        )
         sq = (p.y_query - np.einsum("bd,bd->b", p.x_query, p.h @ gamma.T)) ** 2
         b_mean = float(sq.mean())
         b_m2 = float(((sq - b_mean) ** 2).sum())
@@ -631,7 +661,7 @@ def mc_error(gamma, f, alpha, rho, *, task_pool=None, n_test, rng) -> MCError:
 
 #: Keys a sweep point may carry: the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
 #: are required).
-SWEEP_KEYS = ("dim", "alpha", "tau", "kappa", "rho", "ridge", "link", "tol", "max_iter")
+SWEEP_KEYS = ("dim", "alpha", "tau", "kappa", "noise_var", "ridge", "link", "tol", "max_iter")
 _SWEEP_REQUIRED = ("dim", "alpha", "tau")
 #: The BLAS set/get-threads entry points tried, in order, in every loaded OpenBLAS (NumPy's wheels rename them).
 _OPENBLAS_SETTERS = (
@@ -654,7 +684,7 @@ class SweepResult(NamedTuple):
     alpha: float
     tau: float
     kappa: float
-    rho: float
+    noise_var: float
     ridge: float
     link: str | None
     seeds: tuple[int, ...]
@@ -674,39 +704,59 @@ class _SingleBlasThread:
     task makes a task's numbers independent of the caller's and the worker's thread settings. Uses
     ``threadpoolctl`` when it is installed, else the OpenBLAS entry points of the libraries mapped in
     ``/proc/self/maps`` (Linux); elsewhere it does nothing (then set ``OMP_NUM_THREADS=1`` in the workers).
+
+    The BLAS thread count is process-wide, so tasks running side by side in threads share one limit: the
+    first to enter sets it and the last to leave restores it (otherwise one task's exit would hand the
+    other, still running, two threads again).
     """
 
+    _lock = threading.Lock()
+    _active = 0
+    _restore: list = []
+    _limits = None
+
     def __enter__(self):
-        self._restore = []
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            threadpool_limits = None
-        if threadpool_limits is not None:
-            self._limits = threadpool_limits(limits=1, user_api="blas")
-            return self
-        self._limits = None
-        for lib in _loaded_openblas():
-            for set_name, get_name in _OPENBLAS_SETTERS:
-                setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
-                if setter is not None and getter is not None:
-                    previous = int(getter())
-                    setter(1)
-                    self._restore.append((setter, previous))
-                    break
+        cls = type(self)
+        with cls._lock:
+            if cls._active == 0:
+                cls._limits, cls._restore = _limit_blas_to_one_thread()
+            cls._active += 1
         return self
 
     def __exit__(self, *exc):
-        if self._limits is not None:
-            self._limits.restore_original_limits()
-        for setter, previous in reversed(self._restore):
-            setter(previous)
+        cls = type(self)
+        with cls._lock:
+            cls._active -= 1
+            if cls._active == 0:
+                if cls._limits is not None:
+                    cls._limits.restore_original_limits()
+                for setter, previous in reversed(cls._restore):
+                    setter(previous)
+                cls._limits, cls._restore = None, []
         return False
 
 
-def _loaded_openblas() -> list:
-    import ctypes
+def _limit_blas_to_one_thread():
+    """``(threadpoolctl limits or None, [(setter, previous count)])`` after pinning BLAS to one thread."""
+    try:
+        from threadpoolctl import threadpool_limits  # optional: not a dependency of the package
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        return threadpool_limits(limits=1, user_api="blas"), []
+    restore = []
+    for lib in _loaded_openblas():
+        for set_name, get_name in _OPENBLAS_SETTERS:
+            setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
+            if setter is not None and getter is not None:
+                previous = int(getter())
+                setter(1)
+                restore.append((setter, previous))
+                break
+    return None, restore
 
+
+def _loaded_openblas() -> list:
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
@@ -726,11 +776,18 @@ def _loaded_openblas() -> list:
 
 def _sweep_point(index: int, point) -> dict:
     """Validate one point of :func:`sweep` (a mapping of :data:`SWEEP_KEYS`); return a plain, picklable dict."""
-    from collections.abc import Mapping
-
     where = f"points[{index}]"
     if not isinstance(point, Mapping):
         raise TypeError(f"{where} must be a mapping of {SWEEP_KEYS}, got {type(point).__name__}")
+    if "rho" in point:  # the label noise's old name (CONTRIBUTING: one name for one thing)
+        if "noise_var" in point:
+            raise ValueError(
+                f"{where} has both 'rho' and its new name 'noise_var'; pass 'noise_var'"
+            )
+        warnings.warn(
+            f"{where}: the key 'rho' is now called 'noise_var'", DeprecationWarning, stacklevel=3
+        )
+        point = {("noise_var" if k == "rho" else k): v for k, v in point.items()}
     unknown = sorted(set(point) - set(SWEEP_KEYS), key=str)
     if unknown:
         raise ValueError(f"{where} has unknown keys {unknown}; accepted keys are {SWEEP_KEYS}")
@@ -741,7 +798,7 @@ def _sweep_point(index: int, point) -> dict:
         "dim": positive_int(f"{where}['dim']", point["dim"]),
         "alpha": positive_float(f"{where}['alpha']", point["alpha"]),
         "tau": positive_float(f"{where}['tau']", point["tau"]),
-        "rho": nonnegative_float(f"{where}['rho']", point.get("rho", 0.0)),
+        "noise_var": nonnegative_float(f"{where}['noise_var']", point.get("noise_var", 0.0)),
         "ridge": nonnegative_float(f"{where}['ridge']", point.get("ridge", 0.0)),
         "tol": positive_float(f"{where}['tol']", point.get("tol", 1e-10)),
         "max_iter": None
@@ -757,8 +814,6 @@ def _sweep_point(index: int, point) -> dict:
     p["kappa"] = kappa
     link = point.get("link")
     if isinstance(link, str):
-        from .hermite import get_link
-
         try:
             get_link(link)
         except ValueError as err:
@@ -774,8 +829,6 @@ def _sweep_point(index: int, point) -> dict:
 
 def _sweep_task(point: dict, seed: int) -> tuple[float, float]:
     """One simulation of :func:`sweep`: pretrain with ``default_rng(seed)``, return the exact ``(e_ICL, e_IDG)``."""
-    from .theory import nonlinear_error_of_gamma
-
     link = _teacher_link(point["link"])
     with _SingleBlasThread():
         gamma, pool = pretrain_reduced_lsa(
@@ -783,7 +836,7 @@ def _sweep_task(point: dict, seed: int) -> tuple[float, float]:
             point["alpha"],
             point["tau"],
             point["kappa"],
-            point["rho"],
+            point["noise_var"],
             point["ridge"],
             link=link,
             rng=np.random.default_rng(seed),
@@ -792,14 +845,14 @@ def _sweep_task(point: dict, seed: int) -> tuple[float, float]:
         )
         ell, _, _ = problem_sizes(point["dim"], point["alpha"], point["tau"], point["kappa"])
         if link is None:
-            errors = gamma_errors(gamma, ell, point["rho"], pool)
+            errors = gamma_errors(gamma, ell / point["dim"], point["noise_var"], pool)
             return float(errors.icl), float(errors.idg)
         alpha = ell / point["dim"]
-        icl = nonlinear_error_of_gamma(gamma, link, alpha, point["rho"])
+        icl = nonlinear_error_of_gamma(gamma, link, alpha, point["noise_var"])
         idg = (
             float("nan")
             if pool is None
-            else nonlinear_error_of_gamma(gamma, link, alpha, point["rho"], pool)
+            else nonlinear_error_of_gamma(gamma, link, alpha, point["noise_var"], pool)
         )
         return float(icl), float(idg)
 
@@ -834,7 +887,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
     ----------
     points
         A list of mappings with keys from :data:`SWEEP_KEYS`: ``dim``, ``alpha``, ``tau`` (required), ``kappa``
-        (default ``np.inf``), ``rho``, ``ridge`` (default 0), ``link`` (``None`` = linear teacher, a name in
+        (default ``np.inf``), ``noise_var``, ``ridge`` (default 0), ``link`` (``None`` = linear teacher, a name in
         :data:`icl_book.hermite.LINKS`, or a callable; process and cluster executors need it picklable, so prefer
         names), ``tol``, ``max_iter`` (passed to :func:`solve_reduced_ridge`).
     seeds
@@ -849,7 +902,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
 
     Examples
     --------
-    >>> rows = sweep([{"dim": 10, "alpha": 1.0, "tau": 2.0, "rho": 0.1}], seeds=[0, 1])
+    >>> rows = sweep([{"dim": 10, "alpha": 1.0, "tau": 2.0, "noise_var": 0.1}], seeds=[0, 1])
     >>> len(rows), len(rows[0].icl)
     (1, 2)
     """
@@ -884,7 +937,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
                 p["alpha"],
                 p["tau"],
                 p["kappa"],
-                p["rho"],
+                p["noise_var"],
                 p["ridge"],
                 _link_name(p["link"]),
                 seeds,

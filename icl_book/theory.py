@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from . import hermite
+from ._compat import NOISE_VAR, renamed
 from ._validate import (
     ArgumentTypeError,
     as_array,
@@ -120,8 +121,8 @@ def wishart_stieltjes(x, kappa=np.inf):
     return _m_kappa(x, 1.0 / kappa)
 
 
-def _icl_ridgeless(alpha, tau, inv_kappa, rho):
-    x = (1.0 + rho) / alpha
+def _icl_ridgeless(alpha, tau, inv_kappa, noise_var):
+    x = (1.0 + noise_var) / alpha
     m = _m_kappa(x, inv_kappa)
     with np.errstate(divide="ignore", invalid="ignore"):
         # μ* = x* M_{κ/τ}(x*), only used for τ < 1 (τ = ∞ gives ∞ · 0 here). ((x−ρ)/x) μ* is written
@@ -129,9 +130,9 @@ def _icl_ridgeless(alpha, tau, inv_kappa, rho):
         m_tau = _m_kappa(x, tau * inv_kappa)
         mu = x * m_tau
         small = (
-            tau * (1 + x) / (1 - tau) * (1 - tau * (1 - mu) ** 2 - (x - rho) * m_tau)
+            tau * (1 + x) / (1 - tau) * (1 - tau * (1 - mu) ** 2 - (x - noise_var) * m_tau)
             - 2 * tau * (1 - mu)
-            + rho
+            + noise_var
             + 1
         )
         # κ (m/(κ+m))² = m² (1/κ) / (1 + m/κ)², finite at κ = ∞.
@@ -140,17 +141,17 @@ def _icl_ridgeless(alpha, tau, inv_kappa, rho):
         large = (
             (k_star - q) * (1 + x) * (x * m) ** 2
             + (q - 2) * m * x * x
-            + ((1 + rho) * m * q + 1) * x
-            + rho * m * q
-            + rho
+            + ((1 + noise_var) * m * q + 1) * x
+            + noise_var * m * q
+            + noise_var
         )
     out = np.where(tau < 1, small, large)
     return np.where(tau == 1, np.inf, out)
 
 
-def _ridge_epsilon(alpha, tau, inv_kappa, rho, ridge):
+def _ridge_epsilon(alpha, tau, inv_kappa, noise_var, ridge):
     """The positive root ``ε`` of ``1 − τ + τλ/ε − ε S(ε + x*) = 0`` (bracketed, then Brent)."""
-    x = (1.0 + rho) / alpha
+    x = (1.0 + noise_var) / alpha
 
     def f(eps):
         return 1.0 - tau + tau * ridge / eps - eps * _m_kappa(eps + x, inv_kappa)
@@ -170,8 +171,8 @@ def _ridge_epsilon(alpha, tau, inv_kappa, rho, ridge):
     return brentq(f, grid[k - 1], grid[k], xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
 
 
-def _icl_ridge_scalar(alpha, tau, inv_kappa, rho, ridge):
-    x = (1.0 + rho) / alpha
+def _icl_ridge_scalar(alpha, tau, inv_kappa, noise_var, ridge):
+    x = (1.0 + noise_var) / alpha
     if np.isinf(tau):
         # Divide the equation by τ: ε → λ, and c_e → 0 (its denominator contains −τ).
         eps, nu = ridge, x + ridge
@@ -179,22 +180,23 @@ def _icl_ridge_scalar(alpha, tau, inv_kappa, rho, ridge):
         sp = _m_kappa_prime(nu, inv_kappa)
         c_e = 0.0
     else:
-        eps = _ridge_epsilon(alpha, tau, inv_kappa, rho, ridge)
+        eps = _ridge_epsilon(alpha, tau, inv_kappa, noise_var, ridge)
         nu = x + eps
         s = _m_kappa(nu, inv_kappa)
         sp = _m_kappa_prime(nu, inv_kappa)
-        c_e = (rho + nu - nu * nu * s - eps * (1 - 2 * nu * s - nu * nu * sp)) / (
+        c_e = (noise_var + nu - nu * nu * s - eps * (1 - 2 * nu * s - nu * nu * sp)) / (
             1 - 2 * eps * s - eps * eps * sp - tau
         )
     return float(
         (x + 1) * (1 - 2 * nu * s - nu * nu * sp - c_e * (s + eps * sp))
         - 2 * (1 - nu * s)
         + 1
-        + rho
+        + noise_var
     )
 
 
-def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
+@renamed(rho="noise_var")
+def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     """Asymptotic in-context error ``e_ICL`` of the pretrained reduced linear attention (Lu et al.).
 
     The limit ``d → ∞`` with ``ℓ/d → α``, ``n/d² → τ``, ``K/d → κ``, evaluated on prompts with *fresh* tasks.
@@ -207,7 +209,7 @@ def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
         Context length ``α = ℓ/d > 0`` and pretraining data ``τ = n/d² > 0`` (arrays broadcast).
     kappa
         Task diversity ``κ = K/d > 0``; ``np.inf`` (default) means a fresh task for every pretraining prompt.
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
     ridge
         Ridge ``λ >= 0`` of the pretraining objective ``Σ (y − ⟨Γ, H⟩)² + (n/d) λ ‖Γ‖_F²``.
@@ -219,17 +221,17 @@ def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
 
     Examples
     --------
-    >>> round(icl_error(1.0, 2.0, rho=0.01), 5)
+    >>> round(icl_error(1.0, 2.0, noise_var=0.01), 5)
     1.02498
     """
     alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
     tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
     kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
-    rho = _check_array("rho", rho, positive=False)
+    noise_var = _check_array(NOISE_VAR, noise_var, positive=False)
     ridge = _check_array("ridge", ridge, positive=False, minimum=MIN_RIDGE)
-    if np.any(np.isinf(rho)) or np.any(np.isinf(ridge)):
-        raise ValueError("rho and ridge must be finite")
-    a, t, ik, r, lam = np.broadcast_arrays(alpha, tau, 1.0 / kappa, rho, ridge)
+    if np.any(np.isinf(noise_var)) or np.any(np.isinf(ridge)):
+        raise ValueError(f"{NOISE_VAR} and ridge must be finite")
+    a, t, ik, r, lam = np.broadcast_arrays(alpha, tau, 1.0 / kappa, noise_var, ridge)
     shape = a.shape
     a, t, ik, r, lam = (np.ravel(v) for v in (a, t, ik, r, lam))
     out = np.empty(a.shape, dtype=np.float64)
@@ -240,7 +242,8 @@ def icl_error(alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
     return float(out[0]) if shape == () else out.reshape(shape)
 
 
-def idg_error(alpha, tau, kappa, rho=0.0):
+@renamed(rho="noise_var")
+def idg_error(alpha, tau, kappa, noise_var=0.0):
     """Asymptotic ridgeless in-distribution error ``e_IDG``: test prompts reuse the ``K = κd`` pretraining tasks.
 
     The task-generalisation gap is ``g = icl_error(α, τ, κ, ρ) − idg_error(α, τ, κ, ρ)``. ``inf`` at ``τ = 1``.
@@ -249,7 +252,7 @@ def idg_error(alpha, tau, kappa, rho=0.0):
     ----------
     alpha, tau, kappa
         ``α > 0``, ``τ > 0``, ``κ > 0`` (``np.inf`` allowed); arrays broadcast.
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
 
     Returns
@@ -260,10 +263,10 @@ def idg_error(alpha, tau, kappa, rho=0.0):
     alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
     tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
     kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
-    rho = _check_array("rho", rho, positive=False)
-    if np.any(np.isinf(rho)):
-        raise ValueError("rho must be finite")
-    a, t, ik, r = np.broadcast_arrays(alpha, tau, 1.0 / kappa, rho)
+    noise_var = _check_array(NOISE_VAR, noise_var, positive=False)
+    if np.any(np.isinf(noise_var)):
+        raise ValueError(f"{NOISE_VAR} must be finite")
+    a, t, ik, r = np.broadcast_arrays(alpha, tau, 1.0 / kappa, noise_var)
     x = (1.0 + r) / a
     m = _m_kappa(x, ik)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -281,13 +284,17 @@ def idg_error(alpha, tau, kappa, rho=0.0):
     return float(out) if out.ndim == 0 else out
 
 
-def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
+@renamed(rho="noise_var")
+def error_of_gamma(
+    gamma, alpha, noise_var, task_mean=None, task_second_moment=None, *, task_pool=None
+):
     """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` (linear teacher).
 
     ``e = 1 + ρ + ((1+ρ)/d) tr(ΓᵀΓB) − (2/d) tr(ΓA)``, with ``A``, ``B`` built from the task moments
     ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (chapter 3) and ``ℓ = αd`` with ``d = gamma.shape[0]``.
-    Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with the moments of a
-    task pool (:func:`task_moments`) it is the in-distribution error ``e_IDG``.
+    Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with a task pool
+    (``task_pool=``, as in :func:`nonlinear_error_of_gamma`) or its moments (:func:`task_moments`) it is the
+    in-distribution error ``e_IDG``.
 
     Parameters
     ----------
@@ -295,10 +302,13 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
         ``(d, d+1)`` array ``Γ``.
     alpha
         ``α = ℓ/d > 0``; pass ``ℓ/d`` exactly for the context length ``ℓ`` that ``Γ`` is used with.
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
     task_mean, task_second_moment
         ``(d,)`` and ``(d, d)``; both or neither.
+    task_pool
+        ``None`` or a ``(K, d)`` array of task vectors; the same as passing its
+        :func:`task_moments` (not together with them).
 
     Returns
     -------
@@ -307,7 +317,12 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
     gamma = reduced_gamma("gamma", gamma)
     d = gamma.shape[0]
     alpha = positive_float("alpha", alpha)
-    rho = nonnegative_float("rho", rho)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    if task_pool is not None:
+        if task_mean is not None or task_second_moment is not None:
+            raise ValueError("pass task_pool or task_mean/task_second_moment, not both")
+        pool, _ = task_vectors("task_pool", task_pool, d)
+        task_mean, task_second_moment = task_moments(pool)
     if (task_mean is None) != (task_second_moment is None):
         raise ValueError(
             "task_mean and task_second_moment must be given together (or both omitted)"
@@ -323,14 +338,14 @@ def error_of_gamma(gamma, alpha, rho, task_mean=None, task_second_moment=None):
     ell = alpha * d
     a_mat = np.empty((d + 1, d))
     a_mat[:d] = r_hat
-    a_mat[d] = (1 + rho) * mu
+    a_mat[d] = (1 + noise_var) * mu
     b_mat = np.empty((d + 1, d + 1))
-    b_mat[:d, :d] = np.eye(d) / alpha + (1 + 1 / ell) * r_hat / (1 + rho)
+    b_mat[:d, :d] = np.eye(d) / alpha + (1 + 1 / ell) * r_hat / (1 + noise_var)
     b_mat[d, :d] = b_mat[:d, d] = (1 + 2 / ell) * mu
-    b_mat[d, d] = (1 + rho) * (1 + 2 / ell)
+    b_mat[d, d] = (1 + noise_var) * (1 + 2 / ell)
     quad = np.einsum("ij,ij->", gamma @ b_mat, gamma)  # tr(Γᵀ Γ B) = tr(Γ B Γᵀ)
     lin = np.einsum("ij,ji->", gamma, a_mat)  # tr(Γ A)
-    return float(1 + rho + (1 + rho) / d * quad - 2 / d * lin)
+    return float(1 + noise_var + (1 + noise_var) / d * quad - 2 / d * lin)
 
 
 class TaskMoments(NamedTuple):
@@ -374,19 +389,21 @@ def task_moments(task_pool) -> TaskMoments:
 # --- nonlinear: chapter 4 section below ---
 
 
-def _teacher(f):
-    """``f`` as a callable link (a string is looked up in :data:`icl_book.hermite.LINKS`)."""
-    if isinstance(f, str):
-        return hermite.get_link(f)
-    if not callable(f):
+def _teacher(link):
+    """``link`` as a callable (a string is looked up in :data:`icl_book.hermite.LINKS`)."""
+    if isinstance(link, str):
+        return hermite.get_link(link)
+    if not callable(link):
         raise TypeError(
-            f"f must be a vectorised callable R -> R or a registered link name, got {type(f).__name__}"
+            "link must be a vectorised callable R -> R or a registered link name, "
+            f"got {type(link).__name__}"
         )
-    return f
+    return link
 
 
-def equivalent_linear_task(f, rho=0.0) -> EquivalentTask:
-    """The linear teacher that linear attention cannot tell apart from the teacher ``f``.
+@renamed(f="link", rho="noise_var")
+def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
+    """The linear teacher that linear attention cannot tell apart from the teacher ``link`` (``f``).
 
     For ``y = f(x·w) + ε`` with ``x·w ~ N(0, 1)`` and ``ε ~ N(0, ρ)``, linear attention extracts only the linear
     Hermite component ``μ_1 = E[f(Z) Z]``; everything else acts as label noise (arXiv:2610.10761; working form
@@ -400,11 +417,12 @@ def equivalent_linear_task(f, rho=0.0) -> EquivalentTask:
 
     Parameters
     ----------
-    f
-        Vectorised callable ``R -> R`` with ``E f(Z)² < ∞`` (e.g. ``np.tanh`` or a :class:`icl_book.hermite.Link`),
+    link
+        The teacher ``f``: a vectorised callable ``R -> R`` with ``E f(Z)² < ∞`` (e.g. ``np.tanh`` or a
+        :class:`icl_book.hermite.Link`),
         or the name of a link in :data:`icl_book.hermite.LINKS`. Moments are computed by
         :mod:`icl_book.hermite`'s kink-aware quadrature (kinks are located when not declared).
-    rho
+    noise_var
         ``ρ >= 0``, the variance of the teacher's own label noise.
 
     Returns
@@ -416,25 +434,25 @@ def equivalent_linear_task(f, rho=0.0) -> EquivalentTask:
     Raises
     ------
     ValueError
-        If ``E f(Z)²`` is infinite, or ``f`` is not finite on the quadrature nodes, or ``rho < 0``.
+        If ``E f(Z)²`` is infinite, or ``link`` is not finite on the quadrature nodes, or ``noise_var < 0``.
     TypeError
-        If ``f`` is neither callable nor a link name.
+        If ``link`` is neither callable nor a link name.
 
     Examples
     --------
-    >>> mu1, rho_eff = equivalent_linear_task(np.sign, rho=0.1)
+    >>> mu1, rho_eff = equivalent_linear_task(np.sign, noise_var=0.1)
     >>> print(f"{mu1:.6f} {rho_eff:.6f}")  # √(2/π) and 0.1 + 1 − 2/π
     0.797885 0.463380
     """
 
-    rho = nonnegative_float("rho", rho)
-    link = _teacher(f)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    link = _teacher(link)
     try:
         mu1 = hermite.linear_component(link)
-        rho_eff = hermite.effective_noise(link, rho)
+        rho_eff = hermite.effective_noise(link, noise_var)
     except ValueError as exc:
         raise ValueError(
-            f"f must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
+            f"link must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
         ) from None
     return EquivalentTask(float(mu1), float(rho_eff))
 
@@ -464,8 +482,9 @@ def _mapped(linear_error, mu1: float, rho_eff: float, ridge: float):
     return float(out) if out.ndim == 0 else out
 
 
-def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
-    """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``f``.
+@renamed(f="link", rho="noise_var")
+def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
+    """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``link`` (``f``).
 
     The nonlinearity–noise mapping (chapter 4): with ``(μ_1, ρ_eff) = equivalent_linear_task(f, ρ)``,
 
@@ -482,9 +501,10 @@ def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
 
     Parameters
     ----------
-    f
-        Link (callable or registered name) with ``E f(Z)² < ∞``; see :func:`equivalent_linear_task`.
-    alpha, tau, kappa, rho, ridge
+    link
+        The teacher ``f`` (callable or registered name) with ``E f(Z)² < ∞``; see
+        :func:`equivalent_linear_task`.
+    alpha, tau, kappa, noise_var, ridge
         As in :func:`icl_error` (context ``ℓ = αd``, ``n = τd²`` pretraining prompts, ``K = κd`` tasks with
         ``np.inf`` for fresh tasks, label-noise variance ``ρ >= 0``, pretraining ridge ``λ >= 0``);
         ``alpha``, ``tau`` and ``kappa`` may be arrays (they broadcast).
@@ -496,56 +516,60 @@ def nonlinear_icl_error(f, alpha, tau, kappa=np.inf, rho=0.0, ridge=0.0):
 
     Examples
     --------
-    >>> e = nonlinear_icl_error(np.abs, 2.0, 3.0, rho=0.1)  # μ_1 = 0: (1 + 0.1) · 3/2
+    >>> e = nonlinear_icl_error(np.abs, 2.0, 3.0, noise_var=0.1)  # μ_1 = 0: (1 + 0.1) · 3/2
     >>> print(f"{e:.4f}")
     1.6500
     """
-    rho = nonnegative_float("rho", rho)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
     ridge = nonnegative_float("ridge", ridge)
     # Validate alpha, tau, kappa with the linear theory's own messages.
-    icl_error(alpha, tau, kappa, rho=rho, ridge=ridge)
-    mu1, rho_eff = equivalent_linear_task(f, rho)
+    icl_error(alpha, tau, kappa, noise_var=noise_var, ridge=ridge)
+    mu1, rho_eff = equivalent_linear_task(link, noise_var)
     return _mapped(
-        lambda r, lam: icl_error(alpha, tau, kappa, rho=r, ridge=lam), mu1, rho_eff, ridge
+        lambda r, lam: icl_error(alpha, tau, kappa, noise_var=r, ridge=lam), mu1, rho_eff, ridge
     )
 
 
-def nonlinear_idg_error(f, alpha, tau, kappa, rho=0.0):
-    """Asymptotic in-distribution error (test tasks = the ``K = κd`` pretraining tasks) for the teacher ``f``.
+@renamed(f="link", rho="noise_var")
+def nonlinear_idg_error(link, alpha, tau, kappa, noise_var=0.0):
+    """Asymptotic in-distribution error (test tasks = the ``K = κd`` pretraining tasks) for the teacher ``link``.
 
     Ridgeless, ``μ_1² · e_IDG(α, τ, κ, ρ_eff/μ_1²)`` with :func:`idg_error`; for ``μ_1 = 0`` the limit of that
     formula (see :func:`nonlinear_icl_error`). Arguments as in :func:`idg_error`; returns a float or an array.
     """
-    rho = nonnegative_float("rho", rho)
-    idg_error(alpha, tau, kappa, rho=rho)
-    mu1, rho_eff = equivalent_linear_task(f, rho)
-    return _mapped(lambda r, _lam: idg_error(alpha, tau, kappa, rho=r), mu1, rho_eff, 0.0)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    idg_error(alpha, tau, kappa, noise_var=noise_var)
+    mu1, rho_eff = equivalent_linear_task(link, noise_var)
+    return _mapped(lambda r, _lam: idg_error(alpha, tau, kappa, noise_var=r), mu1, rho_eff, 0.0)
 
 
-def _token_moments(f, sigma: float, rho: float) -> tuple[float, float, float, float, float]:
+def _token_moments(
+    link, sigma: float, noise_var: float
+) -> tuple[float, float, float, float, float]:
     """Per-token moments of ``y = f(σg) + ε`` (``g ~ N(0, 1)``, ``ε ~ N(0, ρ)``) that the error of Γ needs.
 
     Returns ``E[y g]``, ``E y²``, ``E[y² g²]``, ``E[y³ g]`` and ``E y⁴``, with the noise integrated out exactly.
     """
 
-    kinks = [c / sigma for c in (getattr(f, "kinks", None) or ())]
+    kinks = [c / sigma for c in (getattr(link, "kinks", None) or ())]
 
     def moment(power: int, g_power: int) -> float:
         return hermite.gaussian_expectation(
-            lambda g: f(sigma * g) ** power * g**g_power, kinks=kinks
+            lambda g: link(sigma * g) ** power * g**g_power, kinks=kinks
         )
 
     f1g, f2, f2g2, f3g, f4 = moment(1, 1), moment(2, 0), moment(2, 2), moment(3, 1), moment(4, 0)
     return (
         f1g,
-        f2 + rho,
-        f2g2 + rho,
-        f3g + 3 * rho * f1g,
-        f4 + 6 * rho * f2 + 3 * rho * rho,
+        f2 + noise_var,
+        f2g2 + noise_var,
+        f3g + 3 * noise_var * f1g,
+        f4 + 6 * noise_var * f2 + 3 * noise_var * noise_var,
     )
 
 
-def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
+@renamed(f="link", rho="noise_var")
+def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> float:
     """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` for a single-index teacher.
 
     The teacher is ``y = f(x·w) + ε`` with the conventions of :func:`error_of_gamma` (``x ~ N(0, I/d)``,
@@ -568,11 +592,12 @@ def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
     ----------
     gamma
         ``(d, d+1)`` array ``Γ``.
-    f
-        Link (vectorised callable or registered name; ``None`` is ``f(z) = z``) with ``E f(Z)⁴ < ∞``.
+    link
+        The teacher ``f`` (vectorised callable or registered name; ``None`` is ``f(z) = z``) with
+        ``E f(Z)⁴ < ∞``.
     alpha
         ``α = ℓ/d > 0``; pass ``ℓ/d`` exactly for the context length ``ℓ`` that ``Γ`` is used with.
-    rho
+    noise_var
         Label-noise variance ``ρ >= 0``.
     task_pool
         ``None`` (fresh tasks) or a ``(K, d)`` array of non-zero task vectors (rows of any norm).
@@ -589,9 +614,9 @@ def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
     """
     gamma = reduced_gamma("gamma", gamma)
     d = gamma.shape[0]
-    link = (lambda z: z) if f is None else _teacher(f)
+    link = (lambda z: z) if link is None else _teacher(link)
     alpha = positive_float("alpha", alpha)
-    rho = nonnegative_float("rho", rho)
+    noise_var = nonnegative_float(NOISE_VAR, noise_var)
     ell = alpha * d
     g_mat, c = gamma[:, :d], gamma[:, d]
     fro2 = float(np.einsum("ij,ij->", g_mat, g_mat))
@@ -599,7 +624,7 @@ def nonlinear_error_of_gamma(gamma, f, alpha, rho, task_pool=None) -> float:
 
     def coefficients(sigma: float):
         if sigma not in moments:
-            m1, m2, m22, m31, m4 = _token_moments(link, sigma, rho)
+            m1, m2, m22, m31, m4 = _token_moments(link, sigma, noise_var)
             a = d / ell**2 * (ell * m22 + ell * (ell - 1) * m1 * m1)
             b = d * m2 / ell
             q = np.sqrt(d) / ell**2 * (ell * m31 + ell * (ell - 1) * m1 * m2)

@@ -462,6 +462,6 @@ class _EarlyStopper:
 
 def _progress_bar(steps: int):
     # tqdm only when asked for: it writes to stderr, which nbval compares.
-    from tqdm import tqdm
+    from tqdm import tqdm  # optional: only with progress=True
 
     return tqdm(total=steps, desc="training", unit="step", leave=True)

@@ -543,3 +543,49 @@ def test_student_edition_is_nbgraders_release(nbgrader_course, stem):
     assert len(ours.cells) == len(theirs.cells)
     for i, (a, b) in enumerate(zip(ours.cells, theirs.cells, strict=True)):
         assert a == b, f"{stem} cell {i} ({a.get('id')}) differs from nbgrader's release"
+
+
+def _autograde(course, stem):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    subprocess.run(
+        [
+            sys.executable, "-m", "nbgrader", "autograde", stem, "--force",
+            "--ExecutePreprocessor.timeout=600",
+            f"--CourseDirectory.root={course}", f"--CourseDirectory.db_url=sqlite:///{course}/gb.db",
+        ],
+        cwd=course, env=env, check=True, capture_output=True, timeout=1200,
+    )  # fmt: skip
+
+
+@pytest.mark.slow  # nbgrader autograde and our grader each execute the chapter twice (~1 min)
+@pytest.mark.parametrize("stem", ["00_prologue", "01_hermite"])
+def test_honest_submissions_score_the_same_in_nbgrader_and_in_our_grader(
+    nbgrader_course, stem, tmp_path
+):
+    from nbgrader.api import Gradebook
+
+    release_path = nbgrader_course / "release" / stem / f"{stem}.ipynb"
+    release = nbformat.read(release_path, as_version=4)
+    instructor = nbformat.read(
+        nbgrader_course / "built" / "instructor" / f"{stem}.ipynb", as_version=4
+    )
+    labels = [e["label"] for e in release.metadata["icl_book"]["exercises"]]
+    solved = {"all": set(labels), "half": set(labels[::2]), "none": set()}
+    ours = []
+    for student, answered in solved.items():
+        sub = A.sample_submission(release, instructor, answered)
+        path = nbgrader_course / "submitted" / student / stem / f"{stem}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(sub, path)
+        nbformat.write(sub, tmp_path / f"{student}.ipynb")
+        ours.append(tmp_path / f"{student}.ipynb")
+    _autograde(nbgrader_course, stem)
+    with Gradebook(f"sqlite:///{nbgrader_course}/gb.db") as gb:
+        theirs = {s: float(gb.find_submission(stem, s).code_score) for s in solved}
+    rows = A.grade(ours, release=release_path, jobs=2)
+    mine = {s: sum(r.score for r in rows if r.student == s and r.score != "manual") for s in solved}
+    assert mine == theirs
+    assert theirs["all"] > theirs["half"] > theirs["none"] == 0  # the submissions differ

@@ -169,7 +169,7 @@ def test_alpha_infinite_is_the_limit():
 @pytest.mark.parametrize("ridge", [1e-40, 1e-34, 1e-20])
 def test_tiny_ridge_at_threshold_is_exact_or_refused(ridge):
     try:
-        value = theory.icl_error(1.0, 1.0, ridge=ridge, rho=0.01)
+        value = theory.icl_error(1.0, 1.0, ridge=ridge, noise_var=0.01)
     except ValueError as err:
         assert "ridge must be 0 or >=" in str(err)
     else:
@@ -180,7 +180,7 @@ def test_ridge_error_at_the_threshold_grows_like_one_over_root_ridge():
     # At τ = 1 the ridge error diverges as λ → 0+ like λ^{-1/2}: a clean power law down to the
     # smallest accepted ridge shows that no precision is lost on the way.
     lam = np.array([1e-4, 1e-6, 1e-8, 1e-10, theory.MIN_RIDGE])
-    e = np.array([theory.icl_error(1.0, 1.0, rho=0.01, ridge=v) for v in lam])
+    e = np.array([theory.icl_error(1.0, 1.0, noise_var=0.01, ridge=v) for v in lam])
     slopes = np.diff(np.log(e)) / np.diff(np.log(lam))
     np.testing.assert_allclose(slopes, -0.5, atol=2e-3)
 
@@ -188,7 +188,7 @@ def test_ridge_error_at_the_threshold_grows_like_one_over_root_ridge():
 @pytest.mark.parametrize("kappa", [1e-200, 1e-160, 1e-100])
 def test_tiny_kappa_is_exact_or_refused(kappa):
     try:
-        value = theory.icl_error(1.0, 2.0, kappa=kappa, rho=0.01, ridge=0.1)
+        value = theory.icl_error(1.0, 2.0, kappa=kappa, noise_var=0.01, ridge=0.1)
     except ValueError as err:
         assert "kappa must be >=" in str(err)
     else:
@@ -225,7 +225,7 @@ def test_torch_modules_take_device_and_dtype():
     model = LinearSelfAttention(
         3, generator=torch.Generator().manual_seed(0), device="cpu", dtype=torch.float32
     )
-    assert model.W_KQ.dtype == torch.float32 and model.W_KQ.device.type == "cpu"
+    assert model.w_kq.dtype == torch.float32 and model.w_kq.device.type == "cpu"
     with pytest.raises(TypeError, match="dtype must be a floating"):
         LinearSelfAttention(3, generator=torch.Generator(), dtype=torch.int64)
     with pytest.raises(TypeError, match="device"):

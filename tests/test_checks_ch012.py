@@ -215,14 +215,14 @@ def test_lsa_ex1_rejects_wrong_answers(answer):
 
 def weights_rescaled(
     w0, eta
-):  # (c W_KQ, W_PV / c) is the same layer; unread entries may be anything
+):  # (c w_kq, w_pv / c) is the same layer; unread entries may be anything
     d = len(w0)
-    W_KQ = np.zeros((d + 1, d + 1))
-    W_KQ[:d, :d] = -2.0 * np.eye(d)
-    W_PV = np.full((d + 1, d + 1), 3.0)  # the first d rows of W_PV are never read
-    W_PV[d, :d] = -eta * np.asarray(w0) / 2.0
-    W_PV[d, d] = eta / 2.0
-    return W_KQ, W_PV
+    w_kq = np.zeros((d + 1, d + 1))
+    w_kq[:d, :d] = -2.0 * np.eye(d)
+    w_pv = np.full((d + 1, d + 1), 3.0)  # the first d rows of w_pv are never read
+    w_pv[d, :d] = -eta * np.asarray(w0) / 2.0
+    w_pv[d, d] = eta / 2.0
+    return w_kq, w_pv
 
 
 def test_lsa_ex2_accepts_a_correct_form():
@@ -234,15 +234,15 @@ def weights_plain(w0, eta):  # ignores w0
 
 
 def weights_wrong_sign(w0, eta):
-    W_KQ, W_PV = gd_lsa_weights(len(w0), eta)
-    W_PV[len(w0), : len(w0)] = -eta * np.asarray(w0)
-    return W_KQ, W_PV
+    w_kq, w_pv = gd_lsa_weights(len(w0), eta)
+    w_pv[len(w0), : len(w0)] = -eta * np.asarray(w0)
+    return w_kq, w_pv
 
 
 def weights_fake(w0, eta):
-    W_KQ, W_PV = gd_lsa_weights(len(w0), 1.03 * eta)
-    W_PV[len(w0), : len(w0)] = 1.03 * eta * np.asarray(w0)
-    return W_KQ, W_PV
+    w_kq, w_pv = gd_lsa_weights(len(w0), 1.03 * eta)
+    w_pv[len(w0), : len(w0)] = 1.03 * eta * np.asarray(w0)
+    return w_kq, w_pv
 
 
 @pytest.mark.parametrize(
@@ -268,8 +268,8 @@ def gamma_written_differently():
 
 def layer_predictions(gamma, scale=1.0):
     """Predictions of an LSA layer whose preconditioner is ``gamma`` (weights rescaled by ``scale``)."""
-    W_KQ, W_PV = gd_lsa_weights(3, 1.0, gamma)
-    return lambda xs, ys, xq: lsa_predict(xs, ys, xq, scale * W_KQ, W_PV / scale)
+    w_kq, w_pv = gd_lsa_weights(3, 1.0, gamma)
+    return lambda xs, ys, xq: lsa_predict(xs, ys, xq, scale * w_kq, w_pv / scale)
 
 
 def test_lsa_ex4_accepts_a_near_optimal_layer():
@@ -306,14 +306,14 @@ def test_lsa_ex4_accepts_a_really_trained_layer():
             )
         )
     fit = min(fits, key=lambda r: r.final_loss)
-    W_KQ, W_PV = fit.model.weights()
-    predict = lambda xs, ys, xq: lsa_predict(xs, ys, xq, W_KQ, W_PV)  # noqa: E731
+    w_kq, w_pv = fit.model.weights()
+    predict = lambda xs, ys, xq: lsa_predict(xs, ys, xq, w_kq, w_pv)  # noqa: E731
     assert checks.check_lsa_ex4(GAMMA4.copy(), predict, COV4, N4, S4)
 
 
 def untrained_layer():
-    W_KQ, W_PV = LinearSelfAttention(3, generator=torch.Generator().manual_seed(1)).weights()
-    return lambda xs, ys, xq: lsa_predict(xs, ys, xq, W_KQ, W_PV)
+    w_kq, w_pv = LinearSelfAttention(3, generator=torch.Generator().manual_seed(1)).weights()
+    return lambda xs, ys, xq: lsa_predict(xs, ys, xq, w_kq, w_pv)
 
 
 def bayes(xs, ys, xq):

@@ -96,9 +96,9 @@ def _other_stream(tau, rho, seed):
     """A correct simulation whose random numbers differ from the reference (independent implementation)."""
     d = 40
     ell, n, _ = problem_sizes(d, 1.0, tau)
-    p = sample_reduced_prompts(d, ell, n, rng=np.random.default_rng([seed, 12345]), rho=rho)
+    p = sample_reduced_prompts(n, ell, d, rng=np.random.default_rng([seed, 12345]), noise_var=rho)
     gamma, _ = solve_reduced_ridge(p.x_query, p.h, p.y_query, 0.0, tol=1e-6)
-    return gamma_errors(gamma, ell, rho).icl
+    return gamma_errors(gamma, ell / d, rho).icl
 
 
 def _ridge(tau, rho, seed):

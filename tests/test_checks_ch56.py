@@ -71,13 +71,13 @@ def test_glu_ex1_rejects_wrong_answers(wrong):
 
 
 def _inhomogeneous_from_scratch(dim, eta):
-    """Correct, written differently: build W_KQ as a fresh diagonal from the token layout."""
+    """Correct, written differently: build w_kq as a fresh diagonal from the token layout."""
     w = glu_lsa_block_weights(dim, eta)
     lay = glu_token_layout(dim, dim * (dim + 1) // 2)
-    diag = np.zeros(lay["D"])
-    diag[lay["x"]] = 2.0
-    diag[lay["const"]] = 1.0
-    diag[lay["scratch"]] = 1.0
+    diag = np.zeros(lay.embed_dim)
+    diag[lay.x] = 2.0
+    diag[lay.const] = 1.0
+    diag[lay.scratch] = 1.0
     return w._replace(w_kq=np.diag(diag))
 
 
@@ -85,10 +85,10 @@ def _with_diag(x_weight, const_weight, scratch_weight=1.0, eta_sign=1.0):
     def answer(dim, eta):
         w = glu_lsa_block_weights(dim, eta_sign * eta)
         lay = glu_token_layout(dim, dim * (dim + 1) // 2)
-        diag = np.zeros(lay["D"])
-        diag[lay["x"]] = x_weight
-        diag[lay["const"]] = const_weight
-        diag[lay["scratch"]] = scratch_weight
+        diag = np.zeros(lay.embed_dim)
+        diag[lay.x] = x_weight
+        diag[lay.const] = const_weight
+        diag[lay.scratch] = scratch_weight
         return w._replace(w_kq=np.diag(diag))
 
     return answer
@@ -157,7 +157,7 @@ def _p(d):
         ),
         pytest.param(lambda d, s2: 28.0, id="faked: the d = 2, sigma^2 = 0.5 value"),
         pytest.param(
-            lambda d, s2: hermite_one_step_excess_risk(d, 1, s2) * (1.01 if d > 1 else 1.0),
+            lambda d, s2: hermite_one_step_excess_risk(1, d, s2) * (1.01 if d > 1 else 1.0),
             id="faked: 1 % off",
         ),
         pytest.param(_stub, id="stub"),

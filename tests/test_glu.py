@@ -74,12 +74,12 @@ def test_block_layout_and_scratch_contents():
     p = _prompts(0, 2, 4, d)
     z = at.glu_embed_prompts(p.xs, p.ys, p.x_query, f)
     lay = at.glu_token_layout(d, f)
-    assert np.all(z[:, lay["const"], :] == 1) and np.all(z[:, lay["scratch"], :] == 0)
+    assert np.all(z[:, lay.const, :] == 1) and np.all(z[:, lay.scratch, :] == 0)
     # after the GLU alone (zero LSA), the scratch holds q(x) for every token
     w0 = w._replace(w_pv=np.zeros_like(w.w_pv))
     out = at.glu_lsa_block_forward(z, w0)
-    q = at.quadratic_features(np.swapaxes(z[:, lay["x"], :], 1, 2))
-    assert np.max(np.abs(np.swapaxes(out[:, lay["scratch"], :], 1, 2) - q)) <= EXACT
+    q = at.quadratic_features(np.swapaxes(z[:, lay.x, :], 1, 2))
+    assert np.max(np.abs(np.swapaxes(out[:, lay.scratch, :], 1, 2) - q)) <= EXACT
     # context y slots after the full block are the residuals y_i − ŷ(x_i) of the one-step predictor
     full = at.glu_lsa_block_forward(z, w)
     g = np.einsum("bnd,bmd->bnm", p.xs, p.xs)
@@ -343,9 +343,9 @@ def test_hermite_excess_formula_matches_simulation():
     xq = rng.standard_normal((3000, 50, d))
     f = np.sum((xq @ p.tasks) * xq, -1)
     sim = np.mean((np.einsum("bp,bmp->bm", g, phi(xq)) - f) ** 2)
-    assert sim == pytest.approx(est.hermite_one_step_excess_risk(d, n, s2), rel=0.06)
+    assert sim == pytest.approx(est.hermite_one_step_excess_risk(n, d, s2), rel=0.06)
     np.testing.assert_allclose(
-        est.hermite_one_step_excess_risk(d, np.array([1, 10])), [33.0, 3.3], rtol=1e-14
+        est.hermite_one_step_excess_risk(np.array([1, 10]), d), [33.0, 3.3], rtol=1e-14
     )
     with pytest.raises(ValueError, match="context_len"):
-        est.hermite_one_step_excess_risk(d, 0)
+        est.hermite_one_step_excess_risk(0, d)

@@ -284,7 +284,7 @@ def test_linear_component_nonlinear_energy_effective_noise():
     assert abs(linear_component(relu) - 0.5) < 1e-14
     assert abs(nonlinear_energy(relu) - (0.5 - phi0**2 - 0.25)) < 1e-14
     assert abs(effective_noise(relu) - 0.25) < 1e-14
-    assert abs(effective_noise(relu, rho=0.1) - 0.35) < 1e-14
+    assert abs(effective_noise(relu, noise_var=0.1) - 0.35) < 1e-14
     assert abs(effective_noise(LINKS["abs"], 0.0) - 1.0) < 1e-14  # μ_1 = 0: all of E f² is noise
     assert abs(nonlinear_energy(lambda z: 2 * z + 1)) < 1e-14
     # erf(a z): effective noise in closed form (exercise hermite-ex3).
@@ -344,7 +344,7 @@ def test_non_vectorised_and_wrong_shape():
 
 
 def test_other_argument_errors():
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="noise_var"):
         effective_noise(np.tanh, -0.1)
     with pytest.raises(TypeError, match="kinks"):
         hermite_coefficients(np.tanh, 2, kinks=["a"])

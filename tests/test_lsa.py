@@ -58,18 +58,18 @@ def test_construction_is_one_gd_step(d, n, b, eta, seed, precondition):
 
 def test_gd_weights_layout_and_sign():
     gamma = np.array([[2.0, 0.5], [0.5, 1.0]])
-    W_KQ, W_PV = gd_lsa_weights(2, 0.3, gamma)
-    assert W_KQ.shape == W_PV.shape == (3, 3)
-    np.testing.assert_array_equal(W_KQ[:2, :2], gamma)
+    w_kq, w_pv = gd_lsa_weights(2, 0.3, gamma)
+    assert w_kq.shape == w_pv.shape == (3, 3)
+    np.testing.assert_array_equal(w_kq[:2, :2], gamma)
     # A non-symmetric Γ goes in transposed (the score is x_iᵀ W x_q), and is read back untransposed.
     skew = np.array([[1.0, 2.0], [0.0, 1.0]])
     np.testing.assert_array_equal(gd_lsa_weights(2, 1.0, skew)[0][:2, :2], skew.T)
     model = LinearSelfAttention.from_weights(*gd_lsa_weights(2, 1.0, skew))
     np.testing.assert_array_equal(model.preconditioner(), skew)
-    assert np.count_nonzero(W_KQ[2]) == 0 and np.count_nonzero(W_KQ[:, 2]) == 0
+    assert np.count_nonzero(w_kq[2]) == 0 and np.count_nonzero(w_kq[:, 2]) == 0
     expected_pv = np.zeros((3, 3))
     expected_pv[2, 2] = -0.3  # von Oswald et al.'s sign: the prediction is minus the read-out entry
-    np.testing.assert_array_equal(W_PV, expected_pv)
+    np.testing.assert_array_equal(w_pv, expected_pv)
     np.testing.assert_array_equal(gd_lsa_weights(2, 0.3)[0][:2, :2], np.eye(2))
 
 
@@ -81,23 +81,23 @@ def test_lsa_forward_is_the_literal_formula_and_masks_the_query():
     assert Z.shape == (2, d + 1, n + 1)
     np.testing.assert_array_equal(Z[0, :d, -1], p.x_query[0])
     assert Z[0, d, -1] == 0.0
-    W_KQ, W_PV = rng.standard_normal((2, d + 1, d + 1))
-    out = lsa_forward(Z, W_KQ, W_PV)
+    w_kq, w_pv = rng.standard_normal((2, d + 1, d + 1))
+    out = lsa_forward(Z, w_kq, w_pv)
     mask = np.diag(np.r_[np.ones(n), 0.0])
     for k in range(2):
-        loop = Z[k] + W_PV @ Z[k] @ mask @ Z[k].T @ W_KQ @ Z[k] / n
+        loop = Z[k] + w_pv @ Z[k] @ mask @ Z[k].T @ w_kq @ Z[k] / n
         np.testing.assert_allclose(
             out[k], loop, rtol=1e-13, atol=1e-13
         )  # same products, other order
-    np.testing.assert_array_equal(lsa_forward(Z[0], W_KQ, W_PV), out[0])
+    np.testing.assert_array_equal(lsa_forward(Z[0], w_kq, w_pv), out[0])
     # The mask keeps the query out of keys and values: moving x_q changes only the query column.
     Z2 = Z.copy()
     Z2[:, :d, -1] += 10.0
-    out2 = lsa_forward(Z2, W_KQ, W_PV)
+    out2 = lsa_forward(Z2, w_kq, w_pv)
     np.testing.assert_array_equal(out2[:, :, :n], out[:, :, :n])
     assert not np.allclose(out2[:, :, -1], out[:, :, -1])
     np.testing.assert_allclose(
-        lsa_predict(p.xs, p.ys, p.x_query, W_KQ, W_PV), -out[:, d, -1], atol=1e-13
+        lsa_predict(p.xs, p.ys, p.x_query, w_kq, w_pv), -out[:, d, -1], atol=1e-13
     )
 
 
@@ -117,24 +117,24 @@ def test_torch_module_matches_numpy_for_any_weights():
     rng = np.random.default_rng(2)
     d, n = 5, 20
     p = sample_linear_prompts(16, n, d, rng=rng, noise_var=0.1)
-    W_KQ, W_PV = rng.standard_normal((2, d + 1, d + 1))
-    model = LinearSelfAttention.from_weights(W_KQ, W_PV)
+    w_kq, w_pv = rng.standard_normal((2, d + 1, d + 1))
+    model = LinearSelfAttention.from_weights(w_kq, w_pv)
     got = model(*(torch.as_tensor(a) for a in (p.xs, p.ys, p.x_query))).detach().numpy()
     # Same number through a different association of the products: agreement to ~1e-13 relative.
     np.testing.assert_allclose(
-        got, lsa_predict(p.xs, p.ys, p.x_query, W_KQ, W_PV), rtol=1e-12, atol=1e-12
+        got, lsa_predict(p.xs, p.ys, p.x_query, w_kq, w_pv), rtol=1e-12, atol=1e-12
     )
-    np.testing.assert_array_equal(model.weights()[0], W_KQ)
-    np.testing.assert_array_equal(model.weights()[1], W_PV)
+    np.testing.assert_array_equal(model.weights()[0], w_kq)
+    np.testing.assert_array_equal(model.weights()[1], w_pv)
 
 
 def test_module_preconditioner_reads_the_construction():
     gamma = _spd(np.random.default_rng(3), 3)
     model = LinearSelfAttention.from_weights(*gd_lsa_weights(3, 0.4, gamma))
     np.testing.assert_allclose(model.preconditioner(), 0.4 * gamma, rtol=1e-15, atol=0)
-    # The rescaling symmetry (c W_KQ, W_PV / c) leaves the preconditioner unchanged.
-    W_KQ, W_PV = gd_lsa_weights(3, 0.4, gamma)
-    model2 = LinearSelfAttention.from_weights(5.0 * W_KQ, W_PV / 5.0)
+    # The rescaling symmetry (c w_kq, w_pv / c) leaves the preconditioner unchanged.
+    w_kq, w_pv = gd_lsa_weights(3, 0.4, gamma)
+    model2 = LinearSelfAttention.from_weights(5.0 * w_kq, w_pv / 5.0)
     np.testing.assert_allclose(model2.preconditioner(), 0.4 * gamma, rtol=1e-14, atol=1e-15)
 
 
@@ -155,9 +155,9 @@ def test_module_init_is_seeded():
     a = LinearSelfAttention(4, generator=torch.Generator().manual_seed(7))
     b = LinearSelfAttention(4, generator=torch.Generator().manual_seed(7))
     c = LinearSelfAttention(4, generator=torch.Generator().manual_seed(8))
-    assert torch.equal(a.W_KQ, b.W_KQ) and torch.equal(a.W_PV, b.W_PV)
-    assert not torch.equal(a.W_KQ, c.W_KQ)
-    assert a.W_KQ.shape == (5, 5) and a.W_KQ.dtype == torch.float64
+    assert torch.equal(a.w_kq, b.w_kq) and torch.equal(a.w_pv, b.w_pv)
+    assert not torch.equal(a.w_kq, c.w_kq)
+    assert a.w_kq.shape == (5, 5) and a.w_kq.dtype == torch.float64
 
 
 def test_bad_inputs_name_the_argument():
@@ -168,9 +168,9 @@ def test_bad_inputs_name_the_argument():
         lsa_predict(p.xs, p.ys[:, :4], p.x_query, *W)
     with pytest.raises(ValueError, match=r"x_query must have shape .*\(3, 2\).*\(2, 2\)"):
         lsa_predict(p.xs, p.ys, p.x_query[:2], *W)
-    with pytest.raises(ValueError, match=r"W_KQ must have shape \(3, 3\), got \(4, 4\)"):
+    with pytest.raises(ValueError, match=r"w_kq must have shape \(3, 3\), got \(4, 4\)"):
         lsa_predict(p.xs, p.ys, p.x_query, np.eye(4), W[1])
-    with pytest.raises(ValueError, match=r"W_PV must have shape \(3, 3\), got \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"w_pv must have shape \(3, 3\), got \(2, 2\)"):
         lsa_predict(p.xs, p.ys, p.x_query, W[0], np.eye(2))
     with pytest.raises(ValueError, match="eta must be finite"):
         gd_lsa_weights(2, np.inf)
@@ -288,14 +288,14 @@ def test_check_lsa_ex1(capsys):
 
 def test_check_lsa_ex2():
     def solution(w0, eta):
-        W_KQ, W_PV = gd_lsa_weights(len(w0), eta)
-        W_PV[len(w0), : len(w0)] = eta * np.asarray(w0)
-        return W_KQ, W_PV
+        w_kq, w_pv = gd_lsa_weights(len(w0), eta)
+        w_pv[len(w0), : len(w0)] = eta * np.asarray(w0)
+        return w_kq, w_pv
 
     def sign_error(w0, eta):
-        W_KQ, W_PV = solution(w0, eta)
-        W_PV[len(w0), : len(w0)] *= -1
-        return W_KQ, W_PV
+        w_kq, w_pv = solution(w0, eta)
+        w_pv[len(w0), : len(w0)] *= -1
+        return w_kq, w_pv
 
     assert check_lsa_ex2(solution)
     for bad in (lambda w0, eta: gd_lsa_weights(len(w0), eta), sign_error, _stub):

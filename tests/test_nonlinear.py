@@ -40,13 +40,13 @@ def he2(z):
 )
 def test_equivalent_linear_task_matches_closed_forms(f, moments, tol):
     mu1, second = moments
-    got_mu1, got_rho_eff = theory.equivalent_linear_task(f, rho=0.1)
+    got_mu1, got_rho_eff = theory.equivalent_linear_task(f, noise_var=0.1)
     assert got_mu1 == pytest.approx(mu1, abs=tol)
     assert got_rho_eff == pytest.approx(0.1 + second - mu1**2, abs=2 * tol)
 
 
 def test_equivalent_linear_task_linear_teacher_and_scaling():
-    mu1, rho_eff = theory.equivalent_linear_task(lambda z: z, rho=0.3)
+    mu1, rho_eff = theory.equivalent_linear_task(lambda z: z, noise_var=0.3)
     assert mu1 == pytest.approx(1.0, abs=1e-12)
     assert rho_eff == pytest.approx(0.3, abs=1e-12)
     # f(z) = -2z: the sign of μ_1 is kept, no effective noise is added.
@@ -57,14 +57,14 @@ def test_equivalent_linear_task_linear_teacher_and_scaling():
 
 def test_mean_counts_as_noise():
     # f(z) = z + 3: μ_0 = 3 is counted in ρ_eff (the model has no bias); centring removes it.
-    mu1, rho_eff = theory.equivalent_linear_task(lambda z: z + 3.0, rho=0.0)
+    mu1, rho_eff = theory.equivalent_linear_task(lambda z: z + 3.0, noise_var=0.0)
     assert mu1 == pytest.approx(1.0, abs=1e-12)
     assert rho_eff == pytest.approx(9.0, abs=1e-10)
 
 
 @pytest.mark.parametrize("f", [np.abs, he2])
 def test_even_links_have_no_linear_component(f):
-    mu1, rho_eff = theory.equivalent_linear_task(f, rho=0.1)
+    mu1, rho_eff = theory.equivalent_linear_task(f, noise_var=0.1)
     assert abs(mu1) < 1e-10
     assert rho_eff == pytest.approx(0.1 + (1.0 if f is np.abs else 2.0), rel=1e-6)
 
@@ -76,8 +76,8 @@ def test_bad_links_raise():
         theory.equivalent_linear_task(lambda z: np.full_like(z, np.nan))
     with pytest.raises(TypeError):
         theory.equivalent_linear_task(3.0)
-    with pytest.raises(ValueError, match="rho"):
-        theory.equivalent_linear_task(np.tanh, rho=-1.0)
+    with pytest.raises(ValueError, match="noise_var"):
+        theory.equivalent_linear_task(np.tanh, noise_var=-1.0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -88,20 +88,22 @@ def test_bad_links_raise():
 @pytest.mark.parametrize("ridge", [0.0, 0.1])
 @pytest.mark.parametrize(("tau", "kappa"), [(0.5, 2.0), (3.0, np.inf), (3.0, 2.0)])
 def test_linear_teacher_reduces_to_linear_theory(tau, kappa, ridge):
-    got = theory.nonlinear_icl_error(lambda z: z, 2.0, tau, kappa, rho=0.1, ridge=ridge)
-    assert got == pytest.approx(theory.icl_error(2.0, tau, kappa, rho=0.1, ridge=ridge), rel=1e-12)
+    got = theory.nonlinear_icl_error(lambda z: z, 2.0, tau, kappa, noise_var=0.1, ridge=ridge)
+    assert got == pytest.approx(
+        theory.icl_error(2.0, tau, kappa, noise_var=0.1, ridge=ridge), rel=1e-12
+    )
 
 
 def test_mapping_formula_for_tanh():
-    mu1, rho_eff = theory.equivalent_linear_task(np.tanh, rho=0.1)
+    mu1, rho_eff = theory.equivalent_linear_task(np.tanh, noise_var=0.1)
     for tau, kappa in [(0.5, np.inf), (3.0, 2.0)]:
         expected = mu1**2 * theory.icl_error(
-            2.0, tau, kappa, rho=rho_eff / mu1**2, ridge=0.05 / mu1**2
+            2.0, tau, kappa, noise_var=rho_eff / mu1**2, ridge=0.05 / mu1**2
         )
-        got = theory.nonlinear_icl_error(np.tanh, 2.0, tau, kappa, rho=0.1, ridge=0.05)
+        got = theory.nonlinear_icl_error(np.tanh, 2.0, tau, kappa, noise_var=0.1, ridge=0.05)
         assert got == pytest.approx(expected, rel=1e-12)
-        expected = mu1**2 * theory.idg_error(2.0, tau, kappa, rho=rho_eff / mu1**2)
-        assert theory.nonlinear_idg_error(np.tanh, 2.0, tau, kappa, rho=0.1) == pytest.approx(
+        expected = mu1**2 * theory.idg_error(2.0, tau, kappa, noise_var=rho_eff / mu1**2)
+        assert theory.nonlinear_idg_error(np.tanh, 2.0, tau, kappa, noise_var=0.1) == pytest.approx(
             expected, rel=1e-12
         )
 
@@ -109,9 +111,9 @@ def test_mapping_formula_for_tanh():
 def test_scaling_covariance():
     # Teacher c·f with noise c²ρ and ridge c²λ has exactly c² times the error of (f, ρ, λ).
     c = 1.7
-    base = theory.nonlinear_icl_error(erf, 1.5, 2.5, 3.0, rho=0.2, ridge=0.1)
+    base = theory.nonlinear_icl_error(erf, 1.5, 2.5, 3.0, noise_var=0.2, ridge=0.1)
     scaled = theory.nonlinear_icl_error(
-        lambda z: c * erf(z), 1.5, 2.5, 3.0, rho=c * c * 0.2, ridge=c * c * 0.1
+        lambda z: c * erf(z), 1.5, 2.5, 3.0, noise_var=c * c * 0.2, ridge=c * c * 0.1
     )
     assert scaled == pytest.approx(c * c * base, rel=1e-9)
 
@@ -124,25 +126,27 @@ def test_mu1_zero_is_the_limit_of_the_mapping(tau, kappa):
     rho = 0.1
     baseline = 1.0 + rho  # E|z|² + ρ
     factor = 1 / (1 - tau) if tau < 1 else tau / (tau - 1)
-    assert theory.nonlinear_icl_error(np.abs, 2.0, tau, kappa, rho=rho) == pytest.approx(
+    assert theory.nonlinear_icl_error(np.abs, 2.0, tau, kappa, noise_var=rho) == pytest.approx(
         baseline * factor, rel=1e-7
     )
-    assert theory.nonlinear_idg_error(np.abs, 2.0, tau, kappa, rho=rho) == pytest.approx(
+    assert theory.nonlinear_idg_error(np.abs, 2.0, tau, kappa, noise_var=rho) == pytest.approx(
         baseline * factor, rel=1e-7
     )
     # Continuity: a small linear component moves the error by O(μ_1²).
     eps = 1e-3
-    near = theory.nonlinear_icl_error(lambda z: np.abs(z) + eps * z, 2.0, tau, kappa, rho=rho)
+    near = theory.nonlinear_icl_error(lambda z: np.abs(z) + eps * z, 2.0, tau, kappa, noise_var=rho)
     assert near == pytest.approx(baseline * factor, rel=1e-4)
 
 
 def test_mu1_zero_with_ridge_lies_between_baseline_and_ridgeless():
     baseline = 2.0 + 0.1  # E He_2² + ρ
-    ridgeless = theory.nonlinear_icl_error(he2, 2.0, 3.0, rho=0.1)
-    ridge = theory.nonlinear_icl_error(he2, 2.0, 3.0, rho=0.1, ridge=0.5)
+    ridgeless = theory.nonlinear_icl_error(he2, 2.0, 3.0, noise_var=0.1)
+    ridge = theory.nonlinear_icl_error(he2, 2.0, 3.0, noise_var=0.1, ridge=0.5)
     assert baseline < ridge < ridgeless
     # As τ → ∞ the pretrained Γ → 0: the no-learning baseline.
-    assert theory.nonlinear_icl_error(he2, 2.0, 1e6, rho=0.1) == pytest.approx(baseline, rel=1e-5)
+    assert theory.nonlinear_icl_error(he2, 2.0, 1e6, noise_var=0.1) == pytest.approx(
+        baseline, rel=1e-5
+    )
 
 
 def test_zero_teacher_zero_noise_has_zero_error():
@@ -151,14 +155,16 @@ def test_zero_teacher_zero_noise_has_zero_error():
 
 def test_nonlinear_errors_broadcast_over_tau():
     taus = np.array([0.5, 2.0, 5.0])
-    got = theory.nonlinear_icl_error(np.tanh, 2.0, taus, rho=0.1)
+    got = theory.nonlinear_icl_error(np.tanh, 2.0, taus, noise_var=0.1)
     assert got.shape == (3,)
     for t, g in zip(taus, got, strict=True):
-        assert g == pytest.approx(theory.nonlinear_icl_error(np.tanh, 2.0, t, rho=0.1), rel=1e-12)
+        assert g == pytest.approx(
+            theory.nonlinear_icl_error(np.tanh, 2.0, t, noise_var=0.1), rel=1e-12
+        )
 
 
 def test_ridgeless_divergence_is_inf():
-    assert theory.nonlinear_icl_error(np.tanh, 2.0, 1.0, rho=0.1) == np.inf
+    assert theory.nonlinear_icl_error(np.tanh, 2.0, 1.0, noise_var=0.1) == np.inf
 
 
 def test_nonlinear_error_validation():
@@ -217,7 +223,7 @@ def test_mc_error_is_reproducible_and_streams_the_sampler():
     b = simulate.mc_error(gamma, np.tanh, 2.0, 0.1, n_test=n_test, rng=np.random.default_rng(3))
     assert a == b
     p = simulate.sample_reduced_prompts(
-        dim, 16, n_test, rng=np.random.default_rng(3), rho=0.1, link=np.tanh
+        n_test, 16, dim, rng=np.random.default_rng(3), noise_var=0.1, link=np.tanh
     )
     sq = (p.y_query - np.einsum("bd,bd->b", p.x_query, p.h @ gamma.T)) ** 2
     assert a.mean == pytest.approx(sq.mean(), rel=1e-12)
@@ -239,7 +245,7 @@ def test_mc_error_validation():
         simulate.mc_error(np.zeros((3, 3)), np.tanh, 1.0, 0.0, n_test=10, rng=rng)
     with pytest.raises(ValueError, match="alpha"):
         simulate.mc_error(np.zeros((3, 4)), np.tanh, 0.0, 0.0, n_test=10, rng=rng)
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="noise_var"):
         simulate.mc_error(np.zeros((3, 4)), np.tanh, 1.0, -0.1, n_test=10, rng=rng)
     with pytest.raises(ValueError, match="n_test"):
         simulate.mc_error(np.zeros((3, 4)), np.tanh, 1.0, 0.0, n_test=1, rng=rng)
@@ -249,9 +255,9 @@ def test_mc_error_validation():
         )
     with pytest.raises(TypeError, match="rng"):
         simulate.mc_error(np.zeros((3, 4)), np.tanh, 1.0, 0.0, n_test=10, rng=0)
-    with pytest.raises(TypeError, match="f"):
+    with pytest.raises(TypeError, match="link"):
         simulate.mc_error(np.zeros((3, 4)), 5, 1.0, 0.0, n_test=10, rng=rng)
-    with pytest.raises(ValueError, match="f"):
+    with pytest.raises(ValueError, match="link"):
         simulate.mc_error(np.zeros((3, 4)), lambda z: z[:1], 1.0, 0.0, n_test=10, rng=rng)
 
 
@@ -329,7 +335,7 @@ def test_mu1_zero_teacher_sits_at_the_noise_fitting_limit():
     # parameters is d(d+1) rather than d², i.e. an effective τ = 4800/1640 = 2.93 (factor 1.52 instead of 1.5),
     # plus O(1/d) effects; 10 % tolerance, while the baseline 1.1 is 33 % away.
     icl, _ = _simulate(np.abs, 3.0, np.inf, RHO_T)
-    assert abs(icl / theory.nonlinear_icl_error(np.abs, ALPHA_T, 3.0, rho=RHO_T) - 1) < 0.10
+    assert abs(icl / theory.nonlinear_icl_error(np.abs, ALPHA_T, 3.0, noise_var=RHO_T) - 1) < 0.10
     assert icl > 1.3 * (1 + RHO_T)
 
 
@@ -435,11 +441,11 @@ def test_error_of_gamma_nonlinear_validation():
         theory.nonlinear_error_of_gamma(np.zeros((4, 4)), np.tanh, 1.0, 0.1)
     with pytest.raises(ValueError, match="alpha"):
         theory.nonlinear_error_of_gamma(gamma, np.tanh, 0.0, 0.1)
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="noise_var"):
         theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, -0.1)
     with pytest.raises(ValueError, match="task_pool"):
         theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, 0.1, task_pool=np.ones((3, 5)))
     with pytest.raises(ValueError, match="task_pool"):
         theory.nonlinear_error_of_gamma(gamma, np.tanh, 1.0, 0.1, task_pool=np.zeros((3, 4)))
-    with pytest.raises(TypeError, match="f"):
+    with pytest.raises(TypeError, match="link"):
         theory.nonlinear_error_of_gamma(gamma, 3.0, 1.0, 0.1)

@@ -36,14 +36,21 @@ def test_problem_sizes_round_half_up_and_reject_zero():
         ({"tau": -1.0}, "tau"),
         ({"kappa": 0.0}, "kappa"),
         ({"kappa": -2.0}, "kappa"),
-        ({"rho": -0.1}, "rho"),
+        ({"noise_var": -0.1}, "noise_var"),
         ({"ridge": -0.1}, "ridge"),
         ({"dim": 10.5}, "dim"),
         ({"dim": 0}, "dim"),
     ],
 )
 def test_pretrain_validation(kwargs, name):
-    args = {"dim": 6, "alpha": 1.0, "tau": 2.0, "kappa": 1.0, "rho": 0.1, "ridge": 0.0} | kwargs
+    args = {
+        "dim": 6,
+        "alpha": 1.0,
+        "tau": 2.0,
+        "kappa": 1.0,
+        "noise_var": 0.1,
+        "ridge": 0.0,
+    } | kwargs
     with pytest.raises(ValueError, match=name):
         pretrain_reduced_lsa(**args, rng=np.random.default_rng(0))
 
@@ -55,13 +62,13 @@ def test_pretrain_requires_generator():
 
 def test_pretrain_shapes_pool_and_reproducibility():
     gamma, pool = pretrain_reduced_lsa(
-        8, 1.0, 2.0, kappa=0.5, rho=0.1, rng=np.random.default_rng(3)
+        8, 1.0, 2.0, kappa=0.5, noise_var=0.1, rng=np.random.default_rng(3)
     )
     assert gamma.shape == (8, 9)
     assert pool.shape == (4, 8)
     np.testing.assert_allclose(np.linalg.norm(pool, axis=1), np.sqrt(8), rtol=1e-12)
     again, pool2 = pretrain_reduced_lsa(
-        8, 1.0, 2.0, kappa=0.5, rho=0.1, rng=np.random.default_rng(3)
+        8, 1.0, 2.0, kappa=0.5, noise_var=0.1, rng=np.random.default_rng(3)
     )
     np.testing.assert_array_equal(pool, pool2)
     np.testing.assert_allclose(again, gamma, rtol=0, atol=1e-12)
@@ -86,7 +93,7 @@ def test_solver_matches_dense_reference(n, ridge):
     # minimum-norm interpolator, when n < d(d+1) ridgeless) against matrix-free CG. CG stops at relative
     # residual 1e-12 on a system of condition number < 1e3 here, so 1e-8 relative is a safe bound.
     d = 9
-    p = sample_reduced_prompts(d, 7, n, rng=np.random.default_rng(n), rho=0.1)
+    p = sample_reduced_prompts(n, 7, d, rng=np.random.default_rng(n), noise_var=0.1)
     gamma, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, ridge, tol=1e-12)
     assert info.converged
     assert info.preconditioned == (n >= d * (d + 1))
@@ -95,14 +102,14 @@ def test_solver_matches_dense_reference(n, ridge):
 
 
 def test_solver_warns_when_capped():
-    p = sample_reduced_prompts(6, 6, 42, rng=np.random.default_rng(0), rho=0.1)
+    p = sample_reduced_prompts(42, 6, 6, rng=np.random.default_rng(0), noise_var=0.1)
     with pytest.warns(RuntimeWarning, match="max_iter"):
         _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, 0.0, max_iter=2)
     assert not info.converged and info.iterations == 2
 
 
 def test_solver_validation():
-    p = sample_reduced_prompts(4, 4, 30, rng=np.random.default_rng(0))
+    p = sample_reduced_prompts(30, 4, 4, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="h"):
         solve_reduced_ridge(p.x_query, p.h[:, :4], p.y_query)
     with pytest.raises(ValueError, match="ridge"):
@@ -125,7 +132,7 @@ def test_fast_sampler_matches_naive_sampler_in_distribution(link):
     d, ell, n, rho = 5, 4, 60_000, 0.3
     pool = sample_task_pool(2, d, rng=np.random.default_rng(5)) * np.array([[1.0], [0.7]])
     fast = sample_reduced_prompts(
-        d, ell, n, rng=np.random.default_rng(1), rho=rho, task_pool=pool, link=link
+        n, ell, d, rng=np.random.default_rng(1), noise_var=rho, task_pool=pool, link=link
     )
     naive = sample_single_index_prompts(
         n, ell, d, link, rng=np.random.default_rng(2), noise_var=rho, task_pool=pool
@@ -143,7 +150,7 @@ def test_fast_sampler_mean_of_h_is_mu1_w():
     d, ell, n = 8, 3, 200_000
     pool = sample_task_pool(1, d, rng=np.random.default_rng(0))
     p = sample_reduced_prompts(
-        d, ell, n, rng=np.random.default_rng(1), task_pool=pool, link=np.tanh
+        n, ell, d, rng=np.random.default_rng(1), task_pool=pool, link=np.tanh
     )
     se = p.h[:, :d].std(0) / np.sqrt(n)
     assert np.all(np.abs(p.h[:, :d].mean(0) - 0.605706 * pool[0]) < 5 * se)
@@ -153,7 +160,7 @@ def test_gamma_errors_and_simulated_errors_agree():
     rng = np.random.default_rng(4)
     errs = simulated_errors(10, 1.0, 2.0, 1.0, 0.1, 0.0, rng=rng)
     gamma, pool = pretrain_reduced_lsa(10, 1.0, 2.0, 1.0, 0.1, 0.0, rng=np.random.default_rng(4))
-    again = gamma_errors(gamma, 10, 0.1, pool)
+    again = gamma_errors(gamma, 1.0, 0.1, pool)  # ℓ = αd = 10
     assert errs.icl == pytest.approx(again.icl, rel=1e-9)
     assert errs.idg == pytest.approx(again.idg, rel=1e-9)
     # memorisation: fewer tasks than dimensions (κ = 1) → error on the pool well below the fresh-task error
@@ -207,7 +214,7 @@ def test_solver_falls_back_to_double_precision_when_single_stalls(monkeypatch):
     # Make the float32 products useless (30 % relative error): refinement rounds then fail to halve the float64
     # residual, and the solver must finish in float64 and still match the dense solution.
     d, n = 6, 200
-    p = sample_reduced_prompts(d, 6, n, rng=np.random.default_rng(7), rho=0.1)
+    p = sample_reduced_prompts(n, 6, d, rng=np.random.default_rng(7), noise_var=0.1)
     exact_apply = simulate._gram_apply
     noise = np.random.default_rng(8)
 

@@ -110,13 +110,13 @@ def test_wishart_stieltjes_special_cases():
         ({"tau": 0.0}, "tau"),
         ({"tau": [1.0, -2.0]}, "tau"),
         ({"kappa": 0.0}, "kappa"),
-        ({"rho": -0.1}, "rho"),
+        ({"noise_var": -0.1}, "noise_var"),
         ({"ridge": -0.1}, "ridge"),
         ({"alpha": np.nan}, "alpha"),
     ],
 )
 def test_icl_error_validation(kwargs, name):
-    args = {"alpha": 1.0, "tau": 2.0, "kappa": 1.0, "rho": 0.1, "ridge": 0.0} | kwargs
+    args = {"alpha": 1.0, "tau": 2.0, "kappa": 1.0, "noise_var": 0.1, "ridge": 0.0} | kwargs
     with pytest.raises(ValueError, match=name):
         icl_error(**args)
 
@@ -127,11 +127,11 @@ def test_icl_error_validation(kwargs, name):
         ({"alpha": 0.0}, "alpha"),
         ({"tau": -1.0}, "tau"),
         ({"kappa": -1.0}, "kappa"),
-        ({"rho": -1.0}, "rho"),
+        ({"noise_var": -1.0}, "noise_var"),
     ],
 )
 def test_idg_error_validation(kwargs, name):
-    args = {"alpha": 1.0, "tau": 2.0, "kappa": 1.0, "rho": 0.1} | kwargs
+    args = {"alpha": 1.0, "tau": 2.0, "kappa": 1.0, "noise_var": 0.1} | kwargs
     with pytest.raises(ValueError, match=name):
         idg_error(**args)
 
@@ -143,7 +143,7 @@ def test_error_of_gamma_zero_and_validation():
         error_of_gamma(np.zeros((d, d)), 2.0, 0.3)
     with pytest.raises(ValueError, match="alpha"):
         error_of_gamma(np.zeros((d, d + 1)), 0.0, 0.3)
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="noise_var"):
         error_of_gamma(np.zeros((d, d + 1)), 1.0, -0.3)
     with pytest.raises(ValueError, match="task_"):
         error_of_gamma(np.zeros((d, d + 1)), 1.0, 0.3, task_mean=np.zeros(d))

@@ -44,7 +44,16 @@ SYNONYMS = {
     "lam": "ridge",
     "lambda_": "ridge",
     "teacher": "link",
+    "rho": "noise_var",
+    "n_prompts": "batch",
+    "W_KQ": "w_kq",
+    "W_PV": "w_pv",
 }
+# Where ``f`` is the teacher (a single-index task's link) the package calls it ``link``; hermite keeps ``f``
+# for the generic function it expands (hermite_coefficients(f, K) of any f with E f² < ∞).
+TEACHER_MODULES = {"tasks", "theory", "simulate", "estimators", "checks"}
+#: Public functions that take sizes: they come in the order batch, context_len, dim.
+SIZE_ORDER = ("batch", "context_len", "dim")
 
 
 def _public_signatures():
@@ -84,6 +93,11 @@ def _violations(signatures):
                 out.append(
                     f"{where}: parameter {p.name!r}: the package calls it {SYNONYMS[p.name]!r}"
                 )
+            if p.name == "f" and where.split(".")[0] in TEACHER_MODULES:
+                out.append(f"{where}: parameter 'f': the teacher is called 'link'")
+        sizes = [n for n in sig.parameters if n in SIZE_ORDER]
+        if sizes != sorted(sizes, key=SIZE_ORDER.index):
+            out.append(f"{where}: sizes {sizes} must come in the order {SIZE_ORDER}")
     return out
 
 
@@ -92,11 +106,40 @@ def test_vocabulary_holds_on_every_public_signature():
 
 
 def test_the_vocabulary_check_can_fail():
-    def bad(d, rng=None, *, sigma2=0.0):  # three violations
+    def bad(d, rng=None, *, sigma2=0.0, rho=0.0):  # four violations
         return d
 
+    def teacher(f, dim, context_len):  # two: f is the teacher, sizes out of order
+        return f
+
     problems = _violations([("fake.bad", inspect.signature(bad))])
-    assert len(problems) == 3, problems
+    assert len(problems) == 4, problems
+    problems = _violations([("theory.teacher", inspect.signature(teacher))])
+    assert len(problems) == 2, problems
+
+
+@pytest.mark.parametrize(
+    "call, old, new",
+    [
+        (
+            lambda **kw: __import__("icl_book.theory").theory.icl_error(1.0, 2.0, **kw),
+            "rho",
+            "noise_var",
+        ),
+        (
+            lambda **kw: __import__("icl_book.theory").theory.equivalent_linear_task(**kw),
+            "f",
+            "link",
+        ),
+    ],
+)
+def test_old_argument_names_still_work_with_a_deprecation_warning(call, old, new):
+    value = {"rho": 0.1, "f": "tanh"}[old]
+    with pytest.warns(DeprecationWarning, match=f"'{old}' is now called '{new}'"):
+        got = call(**{old: value})
+    assert got == call(**{new: value})
+    with pytest.raises(TypeError, match="pass 'noise_var' only|pass 'link' only"):
+        call(**{old: value, new: value})
 
 
 @pytest.mark.parametrize("name", ["rng", "generator"])

@@ -22,6 +22,7 @@ from .deep import (
 from .glu import (
     GLUFeedForward,
     GLULSABlockWeights,
+    TokenLayout,
     TransformerBlock,
     glu_embed_prompts,
     glu_lsa_block_forward,
@@ -62,6 +63,7 @@ __all__ = [
     "glu_lsa_block_predict",
     "glu_lsa_block_weights",
     "glu_token_layout",
+    "TokenLayout",
     "glu_update",
     "quadratic_feature_pairs",
     "quadratic_features",

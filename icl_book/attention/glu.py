@@ -50,6 +50,7 @@ __all__ = [
     "quadratic_feature_pairs",
     "quadratic_features",
     "glu_token_layout",
+    "TokenLayout",
     "glu_lsa_block_weights",
     "glu_lsa_block_forward",
     "glu_lsa_block_predict",
@@ -116,21 +117,35 @@ def quadratic_features(x, *, whitened: bool = False) -> np.ndarray:
     return feature_map(x, 2, kind="hermite" if whitened else "monomial")[..., x.shape[-1] :]
 
 
-def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> dict[str, slice]:
-    """Slices of the token coordinates: ``{"x", "const", "scratch", "y"}`` and the width ``"D"`` (an int).
+class TokenLayout(NamedTuple):
+    """Where each part of a token sits (:func:`glu_token_layout`): slices of the coordinates and the width.
+
+    ``x`` the input, ``const`` the constant coordinate (an empty slice without one), ``scratch`` the GLU's
+    write slots, ``y`` the label, and ``embed_dim`` the token width ``D`` (as the torch modules call it).
+    """
+
+    x: slice
+    const: slice
+    scratch: slice
+    y: slice
+    embed_dim: int
+
+
+def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> TokenLayout:
+    """The token layout ``[x; 1; scratch; y]`` of width ``D = dim + constant + n_scratch + 1``.
 
     ``const`` is an empty slice when ``constant`` is ``False``.
     """
     dim = positive_int("dim", dim)
     n_scratch = nonnegative_int("n_scratch", n_scratch)
     c = 1 if constant else 0
-    return {
-        "x": slice(0, dim),
-        "const": slice(dim, dim + c),
-        "scratch": slice(dim + c, dim + c + n_scratch),
-        "y": slice(dim + c + n_scratch, dim + c + n_scratch + 1),
-        "D": dim + c + n_scratch + 1,
-    }
+    return TokenLayout(
+        x=slice(0, dim),
+        const=slice(dim, dim + c),
+        scratch=slice(dim + c, dim + c + n_scratch),
+        y=slice(dim + c + n_scratch, dim + c + n_scratch + 1),
+        embed_dim=dim + c + n_scratch + 1,
+    )
 
 
 def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> GLULSABlockWeights:
@@ -164,9 +179,9 @@ def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> 
     pairs = quadratic_feature_pairs(dim)
     n_feat = len(pairs)
     lay = glu_token_layout(dim, n_feat, constant=True)
-    big_d = lay["D"]
-    one = lay["const"].start
-    s0 = lay["scratch"].start
+    big_d = lay.embed_dim
+    one = lay.const.start
+    s0 = lay.scratch.start
     w1 = np.zeros((n_feat, big_d))
     w2 = np.zeros((n_feat, big_d))
     w3 = np.zeros((big_d, n_feat))
@@ -226,10 +241,10 @@ def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True)
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     b, n, d = xs.shape
     lay = glu_token_layout(d, n_scratch, constant=constant)
-    z = np.zeros((b, lay["D"], n + 1))
-    z[:, lay["x"], :n] = np.swapaxes(xs, 1, 2)
-    z[:, lay["x"], n] = x_query
-    z[:, lay["const"], :] = 1.0
+    z = np.zeros((b, lay.embed_dim, n + 1))
+    z[:, lay.x, :n] = np.swapaxes(xs, 1, 2)
+    z[:, lay.x, n] = x_query
+    z[:, lay.const, :] = 1.0
     z[:, -1, :n] = ys
     return z
 
@@ -397,7 +412,9 @@ class TransformerBlock(nn.Module):
         self.n_scratch = nonnegative_int("n_scratch", n_scratch)
         hidden_dim = nonnegative_int("hidden_dim", hidden_dim)
         self.constant = flag("constant", constant)
-        self.embed_dim = glu_token_layout(self.dim, self.n_scratch, constant=self.constant)["D"]
+        self.embed_dim = glu_token_layout(
+            self.dim, self.n_scratch, constant=self.constant
+        ).embed_dim
         scale = (
             1 / np.sqrt(self.embed_dim)
             if init_scale is None

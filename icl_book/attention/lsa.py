@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._compat import renamed
 from .._validate import (
     check_prompt_shapes,
     finite_float,
@@ -68,18 +69,19 @@ def token_matrix(xs, ys, x_query) -> np.ndarray:
     return np.concatenate([ctx, query], axis=1).transpose(0, 2, 1)
 
 
-def _weights(W_KQ, W_PV, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    return square_matrix("W_KQ", W_KQ, dim + 1), square_matrix("W_PV", W_PV, dim + 1)
+def _weights(w_kq, w_pv, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    return square_matrix("w_kq", w_kq, dim + 1), square_matrix("w_pv", w_pv, dim + 1)
 
 
-def lsa_forward(Z, W_KQ, W_PV) -> np.ndarray:
+@renamed(W_KQ="w_kq", W_PV="w_pv")
+def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
     """One LSA layer ``LSA(Z) = Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with ``M = diag(I_N, 0)``.
 
     Parameters
     ----------
     Z
         ``(B, d+1, N+1)`` token matrices (see :func:`token_matrix`), or one ``(d+1, N+1)`` matrix.
-    W_KQ, W_PV
+    w_kq, w_pv
         ``(d+1, d+1)`` weights.
 
     Returns
@@ -95,8 +97,8 @@ def lsa_forward(Z, W_KQ, W_PV) -> np.ndarray:
         raise ValueError(
             f"Z must have shape (B, d+1, N+1) or (d+1, N+1) with d, N >= 1, got {Z.shape}"
         )
-    W_KQ, W_PV = _weights(W_KQ, W_PV, Z.shape[1] - 1)
-    out = lsa_update(Z, W_KQ, W_PV)
+    w_kq, w_pv = _weights(w_kq, w_pv, Z.shape[1] - 1)
+    out = lsa_update(Z, w_kq, w_pv)
     return out[0] if single else out
 
 
@@ -140,7 +142,7 @@ def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
 def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarray, np.ndarray]:
     """LSA weights whose prediction is one (preconditioned) GD step from ``w = 0``.
 
-    ``W_KQ = [[Γᵀ, 0], [0, 0]]`` and ``W_PV = [[0, 0], [0, −η]]`` (von Oswald et al.'s sign), so that
+    ``w_kq = [[Γᵀ, 0], [0, 0]]`` and ``w_pv = [[0, 0], [0, −η]]`` (von Oswald et al.'s sign), so that
     :func:`lsa_predict` returns ``x_qᵀ Γ (η/N) Σ_i y_i x_i`` = :func:`icl_book.estimators.one_step_gd_predict`.
 
     Parameters
@@ -155,13 +157,13 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarra
 
     Returns
     -------
-    W_KQ, W_PV
+    w_kq, w_pv
         Two ``(d+1, d+1)`` float64 arrays.
 
     Examples
     --------
-    >>> W_KQ, W_PV = gd_lsa_weights(2, 0.5)
-    >>> W_PV[-1, -1]
+    >>> w_kq, w_pv = gd_lsa_weights(2, 0.5)
+    >>> w_pv[-1, -1]
     np.float64(-0.5)
     """
     dim = positive_int("dim", dim)
@@ -171,16 +173,17 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarra
         if preconditioner is None
         else square_matrix("preconditioner", preconditioner, dim)
     )
-    W_KQ = np.zeros((dim + 1, dim + 1))
-    W_KQ[:dim, :dim] = (
+    w_kq = np.zeros((dim + 1, dim + 1))
+    w_kq[:dim, :dim] = (
         gamma.T
     )  # score x_iᵀ Γᵀ x_q = x_qᵀ Γ x_i, so any square Γ is reproduced exactly
-    W_PV = np.zeros((dim + 1, dim + 1))
-    W_PV[dim, dim] = -eta
-    return W_KQ, W_PV
+    w_pv = np.zeros((dim + 1, dim + 1))
+    w_pv[dim, dim] = -eta
+    return w_kq, w_pv
 
 
-def lsa_predict(xs, ys, x_query, W_KQ, W_PV) -> np.ndarray:
+@renamed(W_KQ="w_kq", W_PV="w_pv")
+def lsa_predict(xs, ys, x_query, w_kq, w_pv) -> np.ndarray:
     """Prediction of one LSA layer at the query, ``ŷ = −[LSA(Z)]_{d+1, N+1}``; shape ``(B,)``.
 
     Builds the token matrix ``Z`` (:func:`token_matrix`), applies :func:`lsa_forward` literally (mask and
@@ -190,20 +193,20 @@ def lsa_predict(xs, ys, x_query, W_KQ, W_PV) -> np.ndarray:
     ----------
     xs, ys, x_query
         ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
-    W_KQ, W_PV
+    w_kq, w_pv
         ``(d+1, d+1)`` weights (e.g. from :func:`gd_lsa_weights`).
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     d = xs.shape[2]
-    W_KQ, W_PV = _weights(W_KQ, W_PV, d)
-    return -lsa_forward(token_matrix(xs, ys, x_query), W_KQ, W_PV)[:, d, -1]
+    w_kq, w_pv = _weights(w_kq, w_pv, d)
+    return -lsa_forward(token_matrix(xs, ys, x_query), w_kq, w_pv)[:, d, -1]
 
 
 class LinearSelfAttention(torch.nn.Module):
-    """One linear self-attention layer with both ``(d+1)×(d+1)`` matrices ``W_KQ`` and ``W_PV`` free.
+    """One linear self-attention layer with both ``(d+1)×(d+1)`` matrices ``w_kq`` and ``w_pv`` free.
 
     ``forward(xs, ys, x_query)`` returns ``ŷ = −[LSA(Z)]_{d+1, N+1}`` (``(B,)``), the same number as
-    :func:`lsa_predict`, computed in ``O(B N d)`` as ``−(1/N) W_PV[d] · Σ_i z_i (z_iᵀ W_KQ z_q)`` (only the
+    :func:`lsa_predict`, computed in ``O(B N d)`` as ``−(1/N) w_pv[d] · Σ_i z_i (z_iᵀ w_kq z_q)`` (only the
     query column's label entry is needed).
 
     Parameters
@@ -238,25 +241,26 @@ class LinearSelfAttention(torch.nn.Module):
         super().__init__()
         self.dim = positive_int("dim", dim)
         shape = (self.dim + 1, self.dim + 1)
-        self.W_KQ = initial_parameter(shape, init_scale, generator, dtype, device)
-        self.W_PV = initial_parameter(shape, init_scale, generator, dtype, device)
+        self.w_kq = initial_parameter(shape, init_scale, generator, dtype, device)
+        self.w_pv = initial_parameter(shape, init_scale, generator, dtype, device)
 
     @classmethod
+    @renamed(W_KQ="w_kq", W_PV="w_pv")
     def from_weights(
-        cls, W_KQ, W_PV, *, dtype: torch.dtype = torch.float64, device=None
+        cls, w_kq, w_pv, *, dtype: torch.dtype = torch.float64, device=None
     ) -> LinearSelfAttention:
         """Build a layer holding the given NumPy ``(d+1, d+1)`` weights (e.g. :func:`gd_lsa_weights`)."""
-        W_KQ = np.asarray(W_KQ, dtype=np.float64)
-        if W_KQ.ndim != 2 or W_KQ.shape[0] != W_KQ.shape[1] or W_KQ.shape[0] < 2:
+        w_kq = np.asarray(w_kq, dtype=np.float64)
+        if w_kq.ndim != 2 or w_kq.shape[0] != w_kq.shape[1] or w_kq.shape[0] < 2:
             raise ValueError(
-                f"W_KQ must be a square (d+1, d+1) matrix with d >= 1, got shape {W_KQ.shape}"
+                f"w_kq must be a square (d+1, d+1) matrix with d >= 1, got shape {w_kq.shape}"
             )
-        dim = W_KQ.shape[0] - 1
-        W_KQ, W_PV = _weights(W_KQ, W_PV, dim)
+        dim = w_kq.shape[0] - 1
+        w_kq, w_pv = _weights(w_kq, w_pv, dim)
         model = cls(dim, init_scale=0.0, dtype=dtype, device=device)
         with torch.no_grad():
-            model.W_KQ.copy_(torch.as_tensor(W_KQ, dtype=dtype))
-            model.W_PV.copy_(torch.as_tensor(W_PV, dtype=dtype))
+            model.w_kq.copy_(torch.as_tensor(w_kq, dtype=dtype))
+            model.w_pv.copy_(torch.as_tensor(w_pv, dtype=dtype))
         return model
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
@@ -276,29 +280,29 @@ class LinearSelfAttention(torch.nn.Module):
         zq = torch.cat(
             [x_query, torch.zeros_like(x_query[:, :1])], dim=1
         )  # (B, d+1): the query token
-        return -lsa_query_readout(ctx, zq, self.W_KQ, self.W_PV[self.dim])
+        return -lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[self.dim])
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """The current ``(W_KQ, W_PV)`` as float64 NumPy arrays."""
+        """The current ``(w_kq, w_pv)`` as float64 NumPy arrays."""
         return (
-            self.W_KQ.detach().cpu().to(torch.float64).numpy().copy(),
-            self.W_PV.detach().cpu().to(torch.float64).numpy().copy(),
+            self.w_kq.detach().cpu().to(torch.float64).numpy().copy(),
+            self.w_pv.detach().cpu().to(torch.float64).numpy().copy(),
         )
 
     def preconditioner(self) -> np.ndarray:
         """The preconditioner the layer applies to the labels; ``(d, d)`` NumPy.
 
-        Write ``A = W_KQ[:d, :d]``, ``c = W_KQ[d, :d]``, ``p_x = W_PV[d, :d]``, ``p_y = W_PV[d, d]``. The part of
+        Write ``A = w_kq[:d, :d]``, ``c = w_kq[d, :d]``, ``p_x = w_pv[d, :d]``, ``p_y = w_pv[d, d]``. The part of
         the prediction that is odd in the labels is exactly ``x_qᵀ Γ (1/N) Σ_i y_i x_i`` with
 
         ``Γ = −(p_y Aᵀ + c p_xᵀ)``.
 
         For the GD construction (and for a well-trained layer) ``c = p_x = 0`` and this is
-        ``−W_PV[d, d] · W_KQ[:d, :d]ᵀ``, the key-query block times the value scalar (with von Oswald's sign).
+        ``−w_pv[d, d] · w_kq[:d, :d]ᵀ``, the key-query block times the value scalar (with von Oswald's sign).
         The second term is a rank-one route to the same kind of term, which a badly initialised training run
         can get stuck on (chapter 2). Only products of the weights are identifiable:
-        ``(W_KQ, W_PV) → (c W_KQ, W_PV / c)`` changes neither the prediction nor ``Γ``.
+        ``(w_kq, w_pv) → (c w_kq, w_pv / c)`` changes neither the prediction nor ``Γ``.
         """
-        W_KQ, W_PV = self.weights()
+        w_kq, w_pv = self.weights()
         d = self.dim
-        return -(W_PV[d, d] * W_KQ[:d, :d].T + np.outer(W_KQ[d, :d], W_PV[d, :d]))
+        return -(w_pv[d, d] * w_kq[:d, :d].T + np.outer(w_kq[d, :d], w_pv[d, :d]))
