@@ -32,7 +32,9 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, os.getcwd())  # booktools is the clone's, not installed: run from the repository root
+sys.path.insert(
+    0, os.getcwd()
+)  # booktools is the clone's, not installed: run from the repository root
 from booktools import assignments as A  # noqa: E402
 
 

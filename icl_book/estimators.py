@@ -7,6 +7,8 @@ by a classical algorithm. Closed-form risks of the one-step GD family live here 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._validate import (
@@ -34,6 +36,9 @@ __all__ = [
     *["one_step_kernel_gd_predict", "kernel_ridge_predict", "best_linear_risk_quadratic"],
     "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
+    *["fit_one_step_preconditioner", "preconditioned_feature_step_predict"],
+    "select_kernel_ridge",
+    "RidgeChoice",
 ]
 
 
@@ -438,3 +443,114 @@ def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
     q = np.concatenate(qs, axis=1)
     theta = np.linalg.pinv(phi) @ ys[..., None]
     return np.einsum("bm,bm->b", q, theta[..., 0])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fair one-block baselines: a fitted preconditioner, kernel ridge with a validated ridge
+# ---------------------------------------------------------------------------------------------------
+
+
+def _feature_step_design(xs, ys, x_query, features):
+    """``g = (1/N) Σ_i y_i φ(x_i)`` ``(B, p)`` and ``φ(x_q)`` ``(B, p)`` for a feature map ``features``."""
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    if not callable(features):
+        raise TypeError(
+            f"features must be a callable phi(x (..., d)) -> (..., p), got {type(features).__name__}"
+        )
+    phi_q = finite_values("features output", np.asarray(features(x_query), dtype=np.float64))
+    if phi_q.ndim != 2 or phi_q.shape[0] != xs.shape[0]:
+        raise ValueError(f"features returned shape {phi_q.shape} at the queries; expected (B, p)")
+    g = np.empty_like(phi_q)
+    chunk = max(1, 2**22 // (xs.shape[1] * phi_q.shape[1]))  # bounded memory for long contexts
+    for lo in range(0, xs.shape[0], chunk):
+        phi_ctx = finite_values(
+            "features output", np.asarray(features(xs[lo : lo + chunk]), dtype=np.float64)
+        )
+        if phi_ctx.shape != (*xs[lo : lo + chunk].shape[:2], phi_q.shape[1]):
+            raise ValueError(
+                f"features returned shape {phi_ctx.shape} on the context; expected (B, N, p)"
+            )
+        g[lo : lo + chunk] = np.einsum("bn,bnp->bp", ys[lo : lo + chunk], phi_ctx) / xs.shape[1]
+    return g, phi_q
+
+
+def preconditioned_feature_step_predict(xs, ys, x_query, features, gamma) -> np.ndarray:
+    """One preconditioned GD step on features ``φ``: ``ŷ = gᵀ Γ φ(x_q)``, ``g = (1/N) Σ_i y_i φ(x_i)``; ``(B,)``.
+
+    This is what one LSA+GLU block computes when its GLU writes ``φ`` and its ``W^{KQ}`` is ``Γ`` on those slots
+    (chapter 5): the whole family of one-block predictors with these features.
+    """
+    g, phi_q = _feature_step_design(xs, ys, x_query, features)
+    gamma = square_matrix("gamma", gamma, g.shape[1])
+    return np.einsum("bp,pq,bq->b", g, gamma, phi_q)
+
+
+def fit_one_step_preconditioner(
+    xs, ys, x_query, y_query, features, *, ridge: float = 1e-8
+) -> np.ndarray:
+    """The best preconditioner ``Γ`` for :func:`preconditioned_feature_step_predict`, fitted on training prompts.
+
+    The prediction ``gᵀΓφ(x_q)`` is linear in ``Γ``, so the ``Γ`` that minimises the mean squared error over the
+    given prompts is a least-squares problem in ``p²`` unknowns (solved with a tiny relative ridge for
+    stability). Fit on one set of prompts and evaluate on fresh ones: the result is the best *one-block*
+    construction with these features, a fair yardstick for a trained block.
+
+    Parameters
+    ----------
+    xs, ys, x_query, y_query
+        Training prompts ``(B, N, d)``, ``(B, N)``, ``(B, d)``, ``(B,)``; ``B`` should exceed ``p²``.
+    features
+        ``φ(x (..., d)) -> (..., p)``.
+    ridge
+        Relative ridge ``>= 0`` (times the mean diagonal of the normal equations).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``Γ``, shape ``(p, p)``.
+    """
+    g, phi_q = _feature_step_design(xs, ys, x_query, features)
+    y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
+    if y_query.shape != (g.shape[0],):
+        raise ValueError(f"y_query must have shape ({g.shape[0]},), got {y_query.shape}")
+    ridge = nonnegative_float("ridge", ridge)
+    p = g.shape[1]
+    design = (g[:, :, None] * phi_q[:, None, :]).reshape(len(g), p * p)
+    normal = design.T @ design
+    normal += ridge * np.trace(normal) / (p * p) * np.eye(p * p)
+    return np.linalg.solve(normal, design.T @ y_query).reshape(p, p)
+
+
+class RidgeChoice(NamedTuple):
+    """What :func:`select_kernel_ridge` returns: the chosen ``ridge`` and the validation ``errors`` of every
+    candidate (in the order given)."""
+
+    ridge: float
+    errors: np.ndarray
+
+
+def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice:
+    """Choose kernel ridge's ``ridge`` on validation prompts: the grid value with the lowest mean squared error.
+
+    Parameters
+    ----------
+    xs, ys, x_query, y_query
+        Validation prompts (not the test prompts).
+    kernel
+        As in :func:`kernel_ridge_predict`.
+    ridges
+        Candidate values, each ``> 0``.
+
+    Returns
+    -------
+    RidgeChoice
+        ``(ridge, errors)``: the chosen ridge and the validation error of every candidate.
+    """
+    y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
+    grid = [positive_float("ridges[i]", r) for r in np.atleast_1d(np.asarray(ridges, dtype=object))]
+    if not grid:
+        raise ValueError("ridges must hold at least one value")
+    errors = np.array(
+        [np.mean((kernel_ridge_predict(xs, ys, x_query, kernel, r) - y_query) ** 2) for r in grid]
+    )
+    return RidgeChoice(grid[int(np.argmin(errors))], errors)

@@ -1,195 +1,281 @@
-"""Train chapter 6's unconstrained deep transformers and save their weights (experiment (b)).
+"""Chapter 6's shipped deep transformers: how they were trained, and loading them with their curves.
 
-``python -m icl_book.pretrain_depth --out icl_book/data/depth_unconstrained.npz`` trains one
-:class:`~icl_book.attention.DeepTransformer` per task (quadratic and cubic Legendre targets) and depth
-(1, 2, 4) at a fixed width, every weight free and randomly initialised, and writes all weights plus their
-training curves to one small ``.npz`` file that the chapter loads with :func:`load_pretrained`. The run takes
-several minutes on two cores, longer than a chapter may; a test runs it with ``--steps 20`` to prove it still
-works.
+The unconstrained :class:`~icl_book.attention.DeepTransformer` stacks of chapter 6 (every weight free and
+randomly initialised) take longer to train than a chapter may run, so their weights and training curves ship as
+package data (``icl_book/data/depth_*.npz``, one file per :data:`EXPERIMENTS` entry). The training command
+belongs to the repository, not to the installed package: ``python -m booktools.pretrain_depth`` (run from a
+clone, one torch thread) regenerates the files bitwise from the settings below, with :func:`train_one`.
 
 What makes training work here (chapter 6 reports the measurements):
 
-- float64 throughout;
-- residual branches initialised at zero (``W_3 = 0``, ``W^{PV} = 0``): the untrained stack predicts 0 and its
-  output cannot explode at initialisation, whatever the depth;
-- Adam with a linear warm-up and a cosine decay of the learning rate, and gradient-norm clipping;
-- bounded inputs (uniform on ``[−1, 1]^d``, Legendre targets): Gaussian cubic features are heavy-tailed.
+- float64 throughout; residual branches initialised at zero, so the untrained stack predicts 0;
+- Adam with a linear warm-up, a cosine decay and gradient-norm clipping; a smaller peak learning rate for the
+  depth-8 stacks (:meth:`DepthConfig.lr_for`);
+- bounded inputs (uniform on ``[−1, 1]^d``, Legendre targets): Gaussian cubic features are heavy-tailed;
+- label normalisation (``DeepTransformer(label_norm=True)``): the stack sees ``y / s`` with ``s`` the prompt's
+  root-mean-square label and its prediction is scaled back, so no rare prompt with large labels can drive the
+  high-degree polynomial that a deep stack is into a catastrophic prediction;
+- a saturating readout (``output_bound``): the normalised prediction passes through ``5 tanh(u/5)``, so no
+  prediction leaves five times the prompt's label scale (without it, a cubic model made one catastrophic
+  prediction on 10,000 fresh prompts).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .attention.deep import DeepTransformer
-from .tasks import sample_polynomial_prompts
-from .train import evaluate_in_context, train_in_context
+from .tasks import Prompts, sample_polynomial_prompts
+from .train import train_in_context
 
-__all__ = ["CONFIG", "DEFAULT_PATH", "make_sampler", "train_all", "load_pretrained"]
+__all__ = [
+    "DepthConfig",
+    "EXPERIMENTS",
+    "DATA_DIR",
+    "TASK_DEGREES",
+    "TrainedDepthModel",
+    "PretrainedDepth",
+    "make_sampler",
+    "build_model",
+    "train_one",
+    "model_arrays",
+    "data_path",
+    "load_pretrained",
+]
 
 #: Where the shipped weights live (package data).
-DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "depth_unconstrained.npz"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 
-#: The experiment's fixed settings (the chapter prints them from the file).
-CONFIG = {
-    "dim": 3,
-    "width": 9,
-    "context_len": 50,
-    "noise_var": 0.01,
-    "basis": "legendre",
-    "tasks": {"quadratic": 2, "cubic": 3},
-    "depths": [1, 2, 4],
-    "hidden_dim": 18,
-    "steps": 1500,
-    "batch_size": 128,
-    "lr": 5e-3,
-    "warmup": 100,
-    "clip_grad": 1.0,
-    "init_seed": 0,
-    "train_seed": 1,
-    "eval_size": 2000,
-    "eval_seed": 12345,
+#: Polynomial degree of each target family.
+TASK_DEGREES = {"quadratic": 2, "cubic": 3}
+
+
+@dataclass(frozen=True)
+class DepthConfig:
+    """The fixed settings of one training study (one shipped file).
+
+    ``seeds`` index independent runs: run ``s`` of depth ``L`` initialises from
+    ``torch.Generator().manual_seed(1000 L + s)`` and draws its training prompts from
+    ``np.random.default_rng(100 + s)``; the validation prompts come from ``eval_seed``. The peak learning rate
+    of depth ``L`` is ``lr · min(1, lr_depth_ref / L)`` (:meth:`lr_for`).
+    """
+
+    def lr_for(self, depth: int) -> float:
+        """Peak learning rate of a stack of ``depth`` blocks (smaller for the deepest stacks)."""
+        return self.lr * min(1.0, self.lr_depth_ref / depth)
+
+    name: str
+    dim: int
+    width: int
+    hidden_dim: int
+    tasks: tuple[str, ...]
+    depths: tuple[int, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    context_len: int = 50
+    noise_var: float = 0.01
+    basis: str = "legendre"
+    steps: int = 1200
+    batch_size: int = 128
+    lr: float = 5e-3
+    lr_depth_ref: int = 4
+    warmup: int = 100
+    clip_grad: float = 1.0
+    label_norm: bool = True
+    output_bound: float | None = 5.0
+    eval_size: int = 1000
+    eval_seed: int = 12345
+    eval_every: int = 60
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> DepthConfig:
+        raw = json.loads(text)
+        for key in ("tasks", "depths", "seeds"):
+            raw[key] = tuple(raw[key])
+        return cls(**raw)
+
+
+#: The shipped studies: ``d = 3`` (quadratic and cubic, depths 1–8) and ``d = 5`` (quadratic, depths 1–4).
+EXPERIMENTS = {
+    "d3": DepthConfig(
+        name="d3", dim=3, width=9, hidden_dim=18, tasks=("quadratic", "cubic"), depths=(1, 2, 4, 8)
+    ),
+    "d5": DepthConfig(
+        name="d5", dim=5, width=11, hidden_dim=22, tasks=("quadratic",), depths=(1, 2, 4)
+    ),
 }
 
 
-def make_sampler(degree: int, config: dict = CONFIG):
-    """``sample_prompts(rng, batch_size)`` for :func:`~icl_book.train.train_in_context` on the experiment's task."""
+@dataclass
+class TrainedDepthModel:
+    """One trained stack with its training record."""
 
-    def sample_prompts(rng, batch_size):
+    task: str
+    dim: int
+    depth: int
+    seed: int
+    model: DeepTransformer
+    losses: np.ndarray
+    eval_steps: np.ndarray
+    eval_losses: np.ndarray
+    cpu_seconds: float
+
+
+@dataclass
+class PretrainedDepth:
+    """Everything a shipped file holds: its settings and its models."""
+
+    config: DepthConfig
+    models: list[TrainedDepthModel] = field(default_factory=list)
+
+    def select(self, task: str, depth: int) -> list[TrainedDepthModel]:
+        """The runs (one per seed, in seed order) of one task and depth."""
+        out = [m for m in self.models if m.task == task and m.depth == depth]
+        if not out:
+            raise ValueError(f"no model with task={task!r}, depth={depth} in {self.config.name}")
+        return sorted(out, key=lambda m: m.seed)
+
+
+def make_sampler(degree: int, config: DepthConfig):
+    """``sample_prompts(rng, batch_size)`` for :func:`~icl_book.train.train_in_context` on the study's task."""
+
+    def sample_prompts(rng, batch_size, context_len: int | None = None) -> Prompts:
         return sample_polynomial_prompts(
             batch_size,
-            config["context_len"],
-            config["dim"],
+            config.context_len if context_len is None else context_len,
+            config.dim,
             degree,
             rng=rng,
-            noise_var=config["noise_var"],
-            basis=config["basis"],
+            noise_var=config.noise_var,
+            basis=config.basis,
         )
 
     return sample_prompts
 
 
-def _build(depth: int, config: dict) -> DeepTransformer:
-    gen = torch.Generator().manual_seed(config["init_seed"] + 1000 * depth)
+def build_model(config: DepthConfig, depth: int, seed: int) -> DeepTransformer:
+    """The untrained stack of run ``seed`` at ``depth`` (its initial weights are the seed's)."""
+    gen = torch.Generator().manual_seed(1000 * depth + seed)
     return DeepTransformer(
-        config["dim"], config["width"], depth, hidden_dim=config["hidden_dim"], generator=gen
+        config.dim,
+        config.width,
+        depth,
+        hidden_dim=config.hidden_dim,
+        label_norm=config.label_norm,
+        output_bound=config.output_bound,
+        generator=gen,
     )
 
 
-def train_all(config: dict = CONFIG, *, progress: bool = False) -> dict[str, np.ndarray]:
-    """Train every (task, depth) model of ``config``; return the arrays to save (weights, curves, config)."""
-    out: dict[str, np.ndarray] = {}
-    for task, degree in config["tasks"].items():
-        sampler = make_sampler(degree, config)
-        eval_prompts = sampler(np.random.default_rng(config["eval_seed"]), config["eval_size"])
-        for depth in config["depths"]:
-            model = _build(depth, config)
-            start = time.process_time()
-            res = train_in_context(
-                model,
-                sampler,
-                steps=config["steps"],
-                lr=config["lr"],
-                seed=config["train_seed"],
-                batch_size=config["batch_size"],
-                clip_grad=config["clip_grad"],
-                schedule="cosine",
-                warmup=config["warmup"],
-                eval_prompts=eval_prompts,
-                eval_every=max(1, config["steps"] // 20),
-                progress=progress,
-            )
-            key = f"{task}/depth{depth}"
-            for name, value in model.state_dict().items():
-                out[f"{key}/param/{name}"] = value.detach().cpu().numpy()
-            out[f"{key}/losses"] = res.losses
-            out[f"{key}/eval_steps"] = res.eval_steps
-            out[f"{key}/eval_losses"] = res.eval_losses
-            out[f"{key}/cpu_seconds"] = np.array(time.process_time() - start)
-            final = evaluate_in_context(model, eval_prompts)
-            print(
-                f"{key}: validation MSE {final:.4f} ({time.process_time() - start:.0f} s CPU)",
-                flush=True,
-            )
-    out["config"] = np.array(json.dumps(config))
+def _key(task: str, depth: int, seed: int) -> str:
+    return f"{task}/depth{depth}/seed{seed}"
+
+
+def train_one(config: DepthConfig, task: str, depth: int, seed: int) -> TrainedDepthModel:
+    """Train one run (call with ``torch.set_num_threads(1)`` for the shipped, bitwise-reproducible result)."""
+    sampler = make_sampler(TASK_DEGREES[task], config)
+    eval_prompts = sampler(np.random.default_rng(config.eval_seed), config.eval_size)
+    model = build_model(config, depth, seed)
+    start = time.process_time()
+    res = train_in_context(
+        model,
+        sampler,
+        steps=config.steps,
+        lr=config.lr_for(depth),
+        seed=100 + seed,
+        batch_size=config.batch_size,
+        clip_grad=config.clip_grad,
+        schedule="cosine",
+        warmup=config.warmup,
+        eval_prompts=eval_prompts,
+        eval_every=config.eval_every,
+        progress=False,
+    )
+    model.eval()
+    return TrainedDepthModel(
+        task,
+        config.dim,
+        depth,
+        seed,
+        model,
+        np.asarray(res.losses),
+        np.asarray(res.eval_steps),
+        np.asarray(res.eval_losses),
+        time.process_time() - start,
+    )
+
+
+def model_arrays(run: TrainedDepthModel) -> dict[str, np.ndarray]:
+    """The arrays one run contributes to its file (weights under ``…/param/``, curves, CPU time)."""
+    key = _key(run.task, run.depth, run.seed)
+    out = {
+        f"{key}/param/{name}": value.detach().cpu().numpy()
+        for name, value in run.model.state_dict().items()
+    }
+    out[f"{key}/losses"] = run.losses
+    out[f"{key}/eval_steps"] = run.eval_steps
+    out[f"{key}/eval_losses"] = run.eval_losses
+    out[f"{key}/cpu_seconds"] = np.array(run.cpu_seconds)
     return out
 
 
-def load_pretrained(path: str | Path | None = None) -> tuple[dict, dict]:
-    """Load a file written by this script.
+def data_path(name: str) -> Path:
+    """The shipped file of study ``name`` (a key of :data:`EXPERIMENTS`)."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"name must be one of {tuple(EXPERIMENTS)}, got {name!r}")
+    return DATA_DIR / f"depth_{name}.npz"
+
+
+def load_pretrained(name: str = "d3", *, path: str | Path | None = None) -> PretrainedDepth:
+    """Load a shipped study (or a file written by ``python -m booktools.pretrain_depth``).
 
     Returns
     -------
-    models
-        ``{(task, depth): DeepTransformer}`` with the trained weights (float64, CPU, eval mode).
-    curves
-        ``{(task, depth): {"losses", "eval_steps", "eval_losses", "cpu_seconds"}}`` and ``curves["config"]``.
+    PretrainedDepth
+        The study's :class:`DepthConfig` and one :class:`TrainedDepthModel` per (task, depth, seed), with
+        the trained weights (float64, CPU, eval mode) and the training curves.
     """
-    path = DEFAULT_PATH if path is None else Path(path)
+    path = data_path(name) if path is None else Path(path)
     if not path.exists():
         raise ValueError(
-            f"path must be an existing .npz written by icl_book.pretrain_depth, got {path}"
+            f"path must be an existing .npz written by booktools.pretrain_depth, got {path}"
         )
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
-    config = json.loads(str(arrays["config"]))
-    models, curves = {}, {"config": config}
-    for task in config["tasks"]:
-        for depth in config["depths"]:
-            key = f"{task}/depth{depth}"
-            model = _build(depth, config)
-            prefix = f"{key}/param/"
-            state = {
-                k[len(prefix) :]: torch.from_numpy(v)
-                for k, v in arrays.items()
-                if k.startswith(prefix)
-            }
-            model.load_state_dict(state)
-            model.eval()
-            models[(task, depth)] = model
-            curves[(task, depth)] = {
-                name: arrays[f"{key}/{name}"]
-                for name in ("losses", "eval_steps", "eval_losses", "cpu_seconds")
-            }
-    return models, curves
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="output .npz file")
-    parser.add_argument("--steps", type=int, default=CONFIG["steps"], help="Adam steps per model")
-    parser.add_argument("--depths", type=int, nargs="+", default=CONFIG["depths"])
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's)"
-    )
-    parser.add_argument(
-        "--eval-size", type=int, default=CONFIG["eval_size"], help="validation prompts"
-    )
-    parser.add_argument("--progress", action="store_true", help="show progress bars")
-    args = parser.parse_args(argv)
-    if args.steps < 1:
-        parser.error(f"--steps must be >= 1, got {args.steps}")
-    if args.eval_size < 1:
-        parser.error(f"--eval-size must be >= 1, got {args.eval_size}")
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    config = dict(
-        CONFIG,
-        steps=args.steps,
-        depths=list(args.depths),
-        warmup=min(CONFIG["warmup"], args.steps // 10),
-        eval_size=args.eval_size,
-    )
-    arrays = train_all(config, progress=args.progress)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **arrays)
-    print(f"wrote {args.out}")
-
-
-if __name__ == "__main__":
-    main()
+    config = DepthConfig.from_json(str(arrays["config"]))
+    result = PretrainedDepth(config)
+    for task in config.tasks:
+        for depth in config.depths:
+            for seed in config.seeds:
+                key = _key(task, depth, seed)
+                prefix = f"{key}/param/"
+                model = build_model(config, depth, seed)
+                state = {
+                    k[len(prefix) :]: torch.from_numpy(v)
+                    for k, v in arrays.items()
+                    if k.startswith(prefix)
+                }
+                model.load_state_dict(state)
+                model.eval()
+                result.models.append(
+                    TrainedDepthModel(
+                        task,
+                        config.dim,
+                        depth,
+                        seed,
+                        model,
+                        arrays[f"{key}/losses"],
+                        arrays[f"{key}/eval_steps"],
+                        arrays[f"{key}/eval_losses"],
+                        float(arrays[f"{key}/cpu_seconds"]),
+                    )
+                )
+    return result

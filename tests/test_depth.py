@@ -14,7 +14,13 @@ from icl_book.estimators import (
     kernel_least_squares_predict,
     one_step_kernel_gd_predict,
 )
-from icl_book.features import feature_index_tuples, feature_kernel, feature_map, partition_features
+from icl_book.features import (
+    feature_index_tuples,
+    feature_kernel,
+    feature_map,
+    n_features,
+    partition_features,
+)
 from icl_book.tasks import sample_cubic_prompts, sample_polynomial_prompts
 
 
@@ -285,29 +291,77 @@ def test_checks_pass_on_solutions_and_fail_on_wrong_answers(capsys):
 
 @pytest.mark.slow
 def test_pretrain_script_runs_on_a_short_budget(tmp_path):
-    from icl_book import pretrain_depth
+    from booktools import pretrain_depth as tool
+    from icl_book.pretrain_depth import load_pretrained
 
-    out = tmp_path / "weights.npz"
-    pretrain_depth.main(
-        ["--out", str(out), "--steps", "4", "--depths", "1", "2", "--eval-size", "200"]
+    tool.main(
+        [
+            "--experiment",
+            "d3",
+            "--out-dir",
+            str(tmp_path),
+            "--steps",
+            "4",
+            "--depths",
+            "1",
+            "2",
+            "--seeds",
+            "0",
+        ]
     )
-    models, curves = pretrain_depth.load_pretrained(out)
-    assert set(models) == {("quadratic", 1), ("quadratic", 2), ("cubic", 1), ("cubic", 2)}
-    assert curves["config"]["steps"] == 4
+    result = load_pretrained(path=tmp_path / "depth_d3.npz")
+    assert {(m.task, m.depth, m.seed) for m in result.models} == {
+        ("quadratic", 1, 0),
+        ("quadratic", 2, 0),
+        ("cubic", 1, 0),
+        ("cubic", 2, 0),
+    }
+    assert result.config.steps == 4
     pr = _prompts(3, 3, 50)
-    for model in models.values():
-        assert torch.all(torch.isfinite(model(*_torch(pr))))
+    for run in result.models:
+        assert torch.all(torch.isfinite(run.model(*_torch(pr))))
 
 
-def test_shipped_weights_load_and_are_finite():
-    from icl_book import pretrain_depth
+def test_deep_transformer_label_norm_is_label_equivariant():
+    gen = torch.Generator().manual_seed(0)
+    model = A.DeepTransformer(3, 9, 2, zero_init_residual=False, label_norm=True, generator=gen)
+    pr = _prompts(3, 3, 20)
+    xs, ys, xq = _torch(pr)
+    assert torch.allclose(model(xs, 7.0 * ys, xq), 7.0 * model(xs, ys, xq), rtol=1e-12)
+    with pytest.raises(TypeError, match="label_norm"):
+        A.DeepTransformer(3, 9, 2, label_norm=1)
 
-    if not pretrain_depth.DEFAULT_PATH.exists():
-        pytest.fail(f"missing shipped weights {pretrain_depth.DEFAULT_PATH}")
-    models, curves = pretrain_depth.load_pretrained()
-    assert sorted({d for _, d in models}) == [1, 2, 4]
-    pr = _prompts(3, 3, 50, batch=200)
-    for key, model in models.items():
-        pred = model(*_torch(pr)).detach().numpy()
-        assert np.all(np.isfinite(pred)), key
-        assert np.all(np.isfinite(curves[key]["eval_losses"])), key
+
+def test_schedule_fills_the_first_layers():
+    """The plan's early layers are full: a stack cut after one block uses its whole scratch.
+
+    The backward-greedy plan alone gave the first layer the remainder (d = 3, p = 2, S = 4: one feature
+    and three empty slots). A layer after the embedding can write only features of degree <= 2 (the others
+    need a parent in the scratch), so the first layer holds min(S, #features of degree <= 2); for p <= 2
+    every layer but the last is full.
+    """
+    for d in range(1, 5):
+        for p in range(1, 5):
+            low = n_features(d, min(p, 2))
+            for s in range(1, 9):
+                try:
+                    plan = A.bcd_schedule(d, p, s)
+                except ValueError:
+                    continue
+                assert len(plan[0][0]) == min(s, low), (d, p, s)
+                assert not plan[0][1] or len(plan[0][0]) + len(plan[0][1]) <= s
+                if p <= 2:
+                    assert all(len(f) == s and not c for f, c in plan[:-1]), (d, p, s)
+    assert [len(f) for f, _ in A.bcd_schedule(3, 2, 4)] == [4, 4, 1]
+
+
+def test_depth_one_construction_beats_predicting_zero():
+    """With the filled plan, one block of the d = 3, p = 2 construction already beats ŷ = 0."""
+    rng = np.random.default_rng(0)
+    pr = sample_polynomial_prompts(4000, 50, 3, 2, rng=rng, noise_var=0.01, basis="legendre")
+    w = A.deep_bcd_weights(3, 2, 9, 1.0, kind="legendre")
+    z = glu_embed_prompts(pr.xs, pr.ys, pr.x_query, w.n_scratch)
+    pred = -A.deep_forward(z, w.layers[:1])[:, -1, -1]
+    zero = np.mean(pr.y_query**2)
+    assert np.mean((pred - pr.y_query) ** 2) < 0.8 * zero
+    assert w.depth == 3

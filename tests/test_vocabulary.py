@@ -95,7 +95,12 @@ def _violations(signatures):
                 )
             if p.name == "f" and where.split(".")[0] in TEACHER_MODULES:
                 out.append(f"{where}: parameter 'f': the teacher is called 'link'")
-        sizes = [n for n in sig.parameters if n in SIZE_ORDER]
+        # required sizes (those a caller passes positionally); a config's defaulted fields are keywords
+        sizes = [
+            n
+            for n, p in sig.parameters.items()
+            if n in SIZE_ORDER and p.default is inspect.Parameter.empty
+        ]
         if sizes != sorted(sizes, key=SIZE_ORDER.index):
             out.append(f"{where}: sizes {sizes} must come in the order {SIZE_ORDER}")
     return out

@@ -105,9 +105,11 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
     """The construction's plan: which features (and carriers) each layer of one cycle writes.
 
     Built backwards: the last layer takes the last features (highest degree) that fit, the layer before it
-    must hold their parents, and so on; each layer fills its free slots with further features. Every feature
-    appears in exactly one layer, and the first layer needs nothing from its predecessor, so the plan can be
-    repeated cyclically.
+    must hold their parents, and so on; each layer fills its free slots with further features. The first
+    layer is then left with the remainder, so a forward pass moves features (lowest degree first) into the
+    free slots of earlier layers wherever what they need is in the scratch they receive: every layer but the
+    last is full when the requirements allow it. Every feature appears in exactly one layer, and the first
+    layer needs nothing from its predecessor, so the plan can be repeated cyclically.
 
     Parameters
     ----------
@@ -166,7 +168,67 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
         carriers = sorted((a for a in held if a not in features), key=rank.__getitem__)
         backwards.append((tuple(features), tuple(carriers)))
         needed = list(dict.fromkeys(r for a in held for r in _requirements(a, kind)))
-    return backwards[::-1]
+    return _compact(backwards[::-1], n_scratch, rank, kind)
+
+
+def _carriers(plan_features, kind, rank):
+    """Carriers of every layer for given feature sets: what the next layer needs and the layer does not write.
+
+    Computed backwards (a carrier is written by its layer's GLU, so it needs its own parent one layer
+    earlier). The first layer's needs must be empty (it follows the embedding, whose scratch is zero).
+    """
+    carriers = [()] * len(plan_features)
+    needed: list = []
+    for b in range(len(plan_features) - 1, -1, -1):
+        feats = plan_features[b]
+        carriers[b] = tuple(sorted((a for a in needed if a not in feats), key=rank.__getitem__))
+        held = [*feats, *carriers[b]]
+        needed = list(dict.fromkeys(r for a in held for r in _requirements(a, kind)))
+    return carriers, needed
+
+
+def _compact(plan, n_scratch: int, rank, kind):
+    """Fill the free slots of early layers with features of later layers, lowest degree first.
+
+    The backward-greedy plan leaves its *first* layer with what is left over (for ``p = 2`` and ``d = 3`` in a
+    4-slot scratch: one feature, three empty slots), so a stack cut after one block would use a quarter of its
+    width. A feature moves from layer ``c`` to an earlier layer ``b`` when the scratch layer ``b`` receives
+    holds everything it needs (layer 0 receives nothing) and the carriers recomputed afterwards still fit;
+    layers left empty at the end are dropped.
+    """
+    feats = [list(f) for f, _ in plan]
+    for b in range(len(feats) - 1):
+        progress = True
+        while progress:
+            progress = False
+            carriers, _ = _carriers(feats, kind, rank)
+            if len(feats[b]) >= n_scratch:
+                break
+            prev = set(feats[b - 1]) | set(carriers[b - 1]) if b > 0 else set()
+            candidates = sorted(
+                ((c, a) for c in range(b + 1, len(feats)) for a in feats[c]),
+                key=lambda ca: (ca[1] not in carriers[b], rank[ca[1]]),
+            )
+            for c, a in candidates:
+                if not all(r in prev for r in _requirements(a, kind)):
+                    continue
+                trial = [list(f) for f in feats]
+                trial[c].remove(a)
+                trial[b].append(a)
+                trial[b].sort(key=rank.__getitem__)
+                new_carriers, first_needs = _carriers(trial, kind, rank)
+                if first_needs or any(
+                    len(f) + len(k) > n_scratch for f, k in zip(trial, new_carriers, strict=True)
+                ):
+                    continue
+                feats = trial
+                progress = True
+                break
+    while feats and not feats[-1]:
+        feats.pop()
+    carriers, first_needs = _carriers(feats, kind, rank)
+    assert not first_needs  # the first layer follows the embedding: it needs nothing
+    return [(tuple(f), c) for f, c in zip(feats, carriers, strict=True)]
 
 
 def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
@@ -480,6 +542,18 @@ class DeepTransformer(nn.Module):
         If ``True`` (default), every block's residual branches start at zero (``W_3 = 0``, ``W^{PV} = 0``), so the
         untrained stack is the identity map and predicts ``0``; training then grows the branches. With ``False``
         all weights are random, the plain initialisation.
+    label_norm
+        If ``True``, the context labels are divided by their root mean square ``s`` (per prompt) before the
+        stack runs and the prediction is multiplied by ``s``: the model is then homogeneous of degree one in
+        the labels, as every regression predictor is. Without it a stack of ``L`` blocks is a polynomial of
+        degree up to ``3^L`` in the labels, and a rare prompt with large labels gives a huge prediction
+        (chapter 6 measures both). Default ``False`` (the plain transformer).
+    output_bound
+        ``None`` (default) or ``b > 0``, with ``label_norm`` only: the normalised prediction ``u`` is read out
+        as ``b · tanh(u / b)``, so ``|ŷ| <= b · s`` on every prompt. Label normalisation removes the labels'
+        scale from the stack, but the stack is still a polynomial of high degree in its inputs, and a rare
+        prompt can drive it far outside the range of the labels it was given. A saturating readout bounds that; for ``|u| <= b/5`` it changes
+        the prediction by under 1.4 %.
     generator
         ``torch.Generator`` for the initial weights.
     dtype, device
@@ -495,6 +569,8 @@ class DeepTransformer(nn.Module):
         hidden_dim: int | None = None,
         init_scale: float | None = None,
         zero_init_residual: bool = True,
+        label_norm: bool = False,
+        output_bound: float | None = None,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float64,
         device=None,
@@ -504,6 +580,14 @@ class DeepTransformer(nn.Module):
         self.width = positive_int("width", width, minimum=self.dim + 2)
         self.depth = positive_int("depth", depth)
         hidden = 2 * self.width if hidden_dim is None else positive_int("hidden_dim", hidden_dim)
+        if not isinstance(label_norm, bool):
+            raise TypeError(f"label_norm must be a bool, got {type(label_norm).__name__}")
+        self.label_norm = label_norm
+        if output_bound is not None:
+            if not label_norm:
+                raise ValueError("output_bound needs label_norm=True (it bounds |y| / s)")
+            output_bound = positive_float("output_bound", output_bound)
+        self.output_bound = output_bound
         n_scratch = self.width - self.dim - 2
         self.blocks = nn.ModuleList(
             TransformerBlock(
@@ -538,6 +622,7 @@ class DeepTransformer(nn.Module):
             for layer in weights.layers
         )
         model.depth = len(model.blocks)
+        model.label_norm, model.output_bound = False, None
         return model
 
     def forward_tokens(self, z: torch.Tensor) -> torch.Tensor:
@@ -547,8 +632,21 @@ class DeepTransformer(nn.Module):
         return z
 
     def forward(self, xs, ys, x_query) -> torch.Tensor:
-        """Predictions ``ŷ = −(query's y slot after the last block)``, shape ``(B,)``."""
-        return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
+        """Predictions ``ŷ = −(query's y slot after the last block)``, shape ``(B,)``.
+
+        With ``label_norm``: ``ŷ = s · u``, ``u = model(xs, ys / s, x_query)``, ``s = (mean_i y_i² + 1e-12)^{1/2}``;
+        with ``output_bound = b`` also: ``ŷ = s · b · tanh(u / b)``.
+        """
+        if not self.label_norm:
+            return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
+        p = self.blocks[0].w_kq
+        ys = torch.as_tensor(ys, dtype=p.dtype, device=p.device)
+        scale = torch.sqrt((ys**2).mean(dim=1) + 1e-12)
+        z = self.blocks[0].embed(xs, ys / scale[:, None], x_query)
+        u = -self.forward_tokens(z)[:, -1, -1]
+        if self.output_bound is not None:
+            u = self.output_bound * torch.tanh(u / self.output_bound)
+        return scale * u
 
 
 class LearnedBCD(nn.Module):
