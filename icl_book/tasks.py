@@ -37,7 +37,7 @@ __all__ = [
     "sample_linear_prompts",
     "sample_single_index_prompts",
     "sample_task_pool",
-    *["sample_quadratic_tasks", "sample_quadratic_prompts"],
+    *["sample_quadratic_tasks", "sample_quadratic_prompts", "sample_mixed_prompts"],
     *["sample_polynomial_prompts", "sample_cubic_prompts"],
 ]
 
@@ -252,6 +252,34 @@ def sample_quadratic_prompts(
 
 
 # --- depth: polynomial (Hermite-expansion) targets of degree p, e.g. cubic (chapter 6) ---
+
+
+def sample_mixed_prompts(
+    batch: int,
+    context_len: int,
+    dim: int,
+    *,
+    rng: np.random.Generator,
+    noise_var: float = 0.0,
+) -> Prompts:
+    """Mixed linear-plus-quadratic prompts ``y = βᵀx + xᵀAx + ε`` (chapter 5's test of "LSA ≤ linear").
+
+    ``A`` as in :func:`sample_quadratic_prompts` and ``β ~ N(0, I_d / d)``, fresh per prompt; a linear
+    predictor can learn ``βᵀx`` in context, so an LSA layer has something to learn and the bound can be tested.
+
+    Returns
+    -------
+    Prompts
+        As in :func:`sample_quadratic_prompts`: ``tasks`` holds the matrices ``A`` (the linear parts ``β``
+        are not stored: the best linear predictor's risk does not depend on them).
+    """
+    rng = generator(rng)
+    q = sample_quadratic_prompts(batch, context_len, dim, rng=rng, noise_var=noise_var)
+    beta = rng.standard_normal((q.xs.shape[0], q.xs.shape[2])) / np.sqrt(q.xs.shape[2])
+    return q._replace(
+        ys=q.ys + np.einsum("bnj,bj->bn", q.xs, beta),
+        y_query=q.y_query + np.einsum("bj,bj->b", q.x_query, beta),
+    )
 
 
 def sample_polynomial_prompts(

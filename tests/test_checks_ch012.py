@@ -142,17 +142,13 @@ def test_hermite_ex1_rejects_wrong_answers(answer):
 def erf_noise_from_series(a, rho):  # E f² − μ_1² summed from the odd closed-form coefficients
     s = 2 * a * a / (1 + 2 * a * a)
     mu1_sq = 2 / math.pi * s
-    ef2 = (
-        2
-        / math.pi
-        * sum(  # arcsin s = Σ (2m−1)!!/(2m)!! s^(2m+1)/(2m+1)
-            math.prod(range(2 * m - 1, 0, -2))
-            / math.prod(range(2 * m, 0, -2))
-            * s ** (2 * m + 1)
-            / (2 * m + 1)
-            for m in range(4000)
-        )
-    )
+    # arcsin s = Σ_m c_m s^(2m+1)/(2m+1), c_m = (2m−1)!!/(2m)!!, built by c_m = c_(m−1)(2m−1)/(2m)
+    total, c = 0.0, 1.0
+    for m in range(4000):
+        if m:
+            c *= (2 * m - 1) / (2 * m)
+        total += c * s ** (2 * m + 1) / (2 * m + 1)
+    ef2 = 2 / math.pi * total
     return rho + ef2 - mu1_sq
 
 

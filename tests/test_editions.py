@@ -40,11 +40,13 @@ def test_every_chapter_has_an_edition():
     assert [p.name for p in EDITIONS] == chapters
 
 
+@pytest.mark.slow  # the index fixture builds the Sphinx environment (~25 s)
 def test_editions_are_current(index):
     problems = editions.stale_editions(ROOT, index)
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow  # the index fixture builds the Sphinx environment (~25 s)
 def test_staleness_check_can_fail(index, tmp_path):
     chapter = editions.chapter_notebooks(ROOT)[0]
     text = editions._dumps(editions.convert(index, chapter))
@@ -112,6 +114,7 @@ def test_solutions_collapsed_and_code_unchanged(path):
     assert "google.colab" in code[0].source and code[0].metadata.get("tags") == ["remove-cell"]
 
 
+@pytest.mark.slow  # the index fixture builds the Sphinx environment (~25 s)
 def test_converter_output(index):
     """A theorem, a proof, references and a citation come out as the book numbers them."""
     doc = "chapters/03_asymptotic_theory"

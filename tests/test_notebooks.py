@@ -76,6 +76,7 @@ def test_chapter_has_overview_summary_and_exercises(md):
     assert len(labels) >= 3, f"{md.name} has {len(labels)} exercises"
 
 
+@pytest.mark.slow  # executes a chapter
 def test_execution_is_reproducible_byte_for_byte(tmp_path):
     """Re-executing an unchanged chapter rewrites an identical file (no timings, ids or other noise)."""
     md = _copy_chapter_tree(tmp_path)
@@ -84,6 +85,7 @@ def test_execution_is_reproducible_byte_for_byte(tmp_path):
     assert md.with_suffix(".ipynb").read_text() == committed
 
 
+@pytest.mark.slow  # executes a chapter
 def test_nbval_fails_when_an_output_changes(tmp_path):
     md = _copy_chapter_tree(tmp_path)
     nb_path = md.with_suffix(".ipynb")

@@ -46,6 +46,7 @@ def made_pdf():
     return PDF
 
 
+@pytest.mark.slow  # make pdf: a whole LaTeX build (~80 s)
 @needs_xelatex
 def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
     pdf = made_pdf
