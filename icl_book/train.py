@@ -27,6 +27,7 @@ its own seeded generator (e.g. ``LinearSelfAttention(dim, generator=torch.Genera
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "TrainingDiverged",
     "train_in_context",
     "evaluate_in_context",
+    "predict_in_context",
     "prompts_to_torch",
 ]
 
@@ -153,22 +155,51 @@ def evaluate_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 65
     float
         ``mean_b (model(prompt_b) − y_query_b)²``.
     """
+    chunk_size = positive_int("chunk_size", chunk_size)
+    total = 0.0
+    with _evaluating(model, prompts) as (xs, ys, xq, yq):
+        for start in range(0, xs.shape[0], chunk_size):
+            sl = slice(start, start + chunk_size)
+            total += float(_mse(model, xs[sl], ys[sl], xq[sl], yq[sl])) * yq[sl].shape[0]
+    return total / xs.shape[0]
+
+
+def predict_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 512) -> np.ndarray:
+    """The predictions ``(B,)`` (NumPy float64) of ``model`` at the queries of a NumPy prompt batch.
+
+    Evaluated as :func:`evaluate_in_context` is (eval mode, no gradients, the parameters' device and
+    dtype). ``chunk_size`` prompts at a time: a few hundred keeps the tokens in cache (three times
+    faster than one batch of 10,000 for chapter 6's stacks) and bounds memory.
+    """
+    chunk_size = positive_int("chunk_size", chunk_size)
+    out = []
+    with _evaluating(model, prompts) as (xs, ys, xq, yq):
+        for start in range(0, xs.shape[0], chunk_size):
+            sl = slice(start, start + chunk_size)
+            pred = model(xs[sl], ys[sl], xq[sl])
+            if not isinstance(pred, torch.Tensor) or tuple(pred.shape) != tuple(yq[sl].shape):
+                raise ValueError(
+                    f"model(xs, ys, x_query) must return a tensor of shape (B,), got {pred!r:.80}"
+                )
+            out.append(pred.detach().cpu().to(torch.float64).numpy())
+    return np.concatenate(out)
+
+
+@contextlib.contextmanager
+def _evaluating(model, prompts):
+    """The prompts as tensors on the model's device and dtype, with the model in eval mode and no
+    gradients; its training mode is restored afterwards."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    chunk_size = positive_int("chunk_size", chunk_size)
     device, dtype = _model_device_dtype(model)
-    xs, ys, xq, yq = prompts_to_torch(prompts, device=device, dtype=dtype)
+    tensors = prompts_to_torch(prompts, device=device, dtype=dtype)
     was_training = model.training
     model.eval()
-    total = 0.0
     try:
         with torch.no_grad():
-            for start in range(0, xs.shape[0], chunk_size):
-                sl = slice(start, start + chunk_size)
-                total += float(_mse(model, xs[sl], ys[sl], xq[sl], yq[sl])) * yq[sl].shape[0]
+            yield tensors
     finally:
         model.train(was_training)
-    return total / xs.shape[0]
 
 
 def _lr_at(step: int, steps: int, lr: float, schedule: str, warmup: int) -> float:

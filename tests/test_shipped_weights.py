@@ -29,6 +29,7 @@ from icl_book.pretrain_depth import (
     train_one,
 )
 from icl_book.tasks import sample_mixed_prompts, sample_quadratic_prompts
+from icl_book.train import predict_in_context
 
 N_FRESH = 10_000
 
@@ -57,8 +58,7 @@ def test_no_catastrophic_prompt_on_10000_fresh_prompts(study):
         ls = (ols_predict(*pr[:3]) - pr.y_query) ** 2
         for depth in cfg.depths:
             for run in study.select(task, depth):
-                with torch.no_grad():
-                    pred = run.model(*(torch.as_tensor(a) for a in pr[:3])).numpy()
+                pred = predict_in_context(run.model, pr)
                 err = (pred - pr.y_query) ** 2
                 where = f"{cfg.name} {task} depth {depth} seed {run.seed}"
                 assert np.all(np.isfinite(err)), where
@@ -118,8 +118,7 @@ def test_chapter5_models_have_no_catastrophic_prompt_on_10000_fresh_prompts(glu_
             pr = draw(N_FRESH, n, G.DIM, rng=rng, noise_var=G.NOISE_VAR)
             scale = np.mean(pr.ys**2, axis=1)
             ls = (ols_predict(*pr[:3]) - pr.y_query) ** 2
-            with torch.no_grad():
-                pred = trained.model(*(torch.as_tensor(a) for a in pr[:3])).numpy()
+            pred = predict_in_context(trained.model, pr)
             err = (pred - pr.y_query) ** 2
             where = (
                 f"{name} N={n}: worst {err.max():.3g} ({np.max(err / scale):.3g} label scales); "

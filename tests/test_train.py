@@ -11,6 +11,7 @@ from icl_book.train import (
     TrainingDiverged,
     TrainResult,
     evaluate_in_context,
+    predict_in_context,
     prompts_to_torch,
     train_in_context,
 )
@@ -131,6 +132,23 @@ def test_evaluate_matches_manual_mse_and_restores_mode():
     assert evaluate_in_context(model, prompts) == pytest.approx(manual, rel=1e-13)
     assert evaluate_in_context(model, prompts, chunk_size=7) == pytest.approx(manual, rel=1e-13)
     assert model.training
+
+
+def test_predict_matches_the_forward_pass_in_any_chunking_and_restores_mode():
+    model = make_model()
+    prompts = sample_linear_prompts(100, CTX, DIM, rng=np.random.default_rng(1), noise_var=0.1)
+    with torch.no_grad():
+        whole = model(*prompts_to_torch(prompts)[:3]).numpy()
+    model.train()
+    for chunk in (1, 7, 100, 512):
+        got = predict_in_context(model, prompts, chunk_size=chunk)
+        assert got.dtype == np.float64 and got.shape == (100,)
+        np.testing.assert_allclose(got, whole, rtol=1e-13, atol=1e-15)
+    assert model.training
+    with pytest.raises(ValueError, match="chunk_size"):
+        predict_in_context(model, prompts, chunk_size=0)
+    with pytest.raises(TypeError, match="model"):
+        predict_in_context(lambda *a: None, prompts)
 
 
 def test_eval_and_early_stop():
