@@ -15,7 +15,11 @@ What runs where:
   the grader's inputs to the kernel and brings back the output, serialized as tagged JSON (numbers,
   arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy)
   through a file named with a per-call random token. Nothing else crosses: no code, no pickles, and no
-  printed text is ever read as a result.
+  printed text is ever read as a result. The grader opens those files through a descriptor of the
+  folder it made (no symbolic link followed, regular files only), since the kernel can write there.
+- **Time**: a cell over its timeout is interrupted and grading goes on; a kernel that does not stop
+  within ``INTERRUPT_GRACE_S`` of the interrupt (it ignores ``SIGINT``) is killed and its remaining
+  exercises score zero, so one hostile cell costs seconds, not the notebook's timeout.
 
 So patching ``icl_book.checks``, ``np.allclose`` or ``icl_book.hermite`` in the kernel, redefining a
 check, editing or deleting check cells, decoy cells, printed pass lines, edited ``points`` or exercise
@@ -34,10 +38,12 @@ import importlib
 import io
 import json
 import keyword
+import os
 import pkgutil
 import queue
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -373,7 +379,11 @@ class _Timeout(BaseException):
 
 
 class _KernelDied(BaseException):
-    pass
+    """The kernel is gone (its message, if any, is the report's)."""
+
+
+HUNG = "timeout; the kernel ignored the interrupt and was stopped"
+INTERRUPT_GRACE_S = 15  # how long an interrupted cell may take to stop before the kernel is killed
 
 
 class RemoteError(Exception):
@@ -386,6 +396,13 @@ class _Session:
         self.deadline = deadline_for_cell
         self.channel = box.private / "work" / f".grader-{secrets.token_hex(8)}"
         self.channel.mkdir()
+        # The kernel can rename the channel and put a symlink in its place: the grader reads and
+        # writes through a descriptor of the directory it made, never following a link.
+        self.dir_fd = os.open(self.channel, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.dir_fd)
 
     def run(self, code: str, timeout: float) -> dict:
         """Execute ``code``; return {"status", "error": (ename, evalue) | None}."""
@@ -396,7 +413,10 @@ class _Session:
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                self._interrupt()
+                if not self._interrupt(msg_id):
+                    # SIGINT ignored or swallowed: every later cell would wait its whole timeout
+                    self.box.kill()
+                    raise _KernelDied(HUNG)
                 raise _Timeout()
             try:
                 msg = kc.get_iopub_msg(timeout=min(left, 1.0))
@@ -414,40 +434,59 @@ class _Session:
                 break
         return {"status": status, "error": error}
 
-    def _interrupt(self) -> None:
+    def _interrupt(self, msg_id: str) -> bool:
+        """Interrupt the cell ``msg_id``; whether it ended (or the kernel died) within the grace."""
         try:
             self.box.interrupt()
         except Exception:  # noqa: BLE001
-            return
+            return False
         kc = self.box.client
-        end = time.monotonic() + 10
+        end = time.monotonic() + INTERRUPT_GRACE_S
         while time.monotonic() < end:  # drain until the kernel is idle again
             try:
                 msg = kc.get_iopub_msg(timeout=1.0)
             except queue.Empty:
                 if not self.box.alive():
-                    return
+                    return True
                 continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return
+            # the interrupt request has a busy/idle status of its own: wait for the cell's
+            if (
+                msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"
+                and msg.get("parent_header", {}).get("msg_id") == msg_id
+            ):
+                return True
+        return False
 
     def request(self, req: dict, timeout: float):
         token = secrets.token_hex(16)
-        req_path, reply = self.channel / f"req-{token}.json", self.channel / f"reply-{token}.json"
-        req_path.write_text(json.dumps({**req, "token": token, "reply": str(reply)}))
+        req_name, reply_name = f"req-{token}.json", f"reply-{token}.json"
+        body = json.dumps({**req, "token": token, "reply": str(self.channel / reply_name)})
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(req_name, flags, 0o644, dir_fd=self.dir_fd)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
         code = (
             f"exec({_CODEC!r}, __icl_g := {{}})\n"
-            f"__icl_g['_icl_grader_rpc']({str(req_path)!r}, globals())\n"
+            f"__icl_g['_icl_grader_rpc']({str(self.channel / req_name)!r}, globals())\n"
             "del __icl_g"
         )
         try:
             self.run(code, timeout)
         finally:
-            req_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.unlink(req_name, dir_fd=self.dir_fd)
         try:
-            if reply.stat().st_size > MAX_REPLY_BYTES:
-                raise RemoteError("the answer is too large")
-            data = json.loads(reply.read_text(encoding="utf-8"))
+            # non-blocking: a FIFO in the reply's place must not stall the grader
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(reply_name, flags, dir_fd=self.dir_fd)
+            with os.fdopen(fd, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise RemoteError("the answer is not a file")
+                if info.st_size > MAX_REPLY_BYTES:
+                    raise RemoteError("the answer is too large")
+                data = json.loads(fh.read().decode("utf-8"))
         except FileNotFoundError:
             if not self.box.alive():
                 raise _KernelDied() from None
@@ -455,7 +494,8 @@ class _Session:
         except (OSError, ValueError) as exc:
             raise RemoteError(f"unreadable answer: {exc}") from None
         finally:
-            reply.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.unlink(reply_name, dir_fd=self.dir_fd)
         if not isinstance(data, dict) or data.get("token") != token:
             raise RemoteError("the answer did not come from this request")
         if "error" in data:
@@ -601,7 +641,7 @@ def grade_submission(
         return finish()
     plan = _submission_cells(sub, items, release_cells)
     private = Path(tempfile.mkdtemp(prefix="icl-grade-"))
-    box = None
+    box = session = None
     try:
         box = grader_sandbox.start_kernel(
             private,
@@ -624,8 +664,8 @@ def grade_submission(
                     session.run(source, min(timeout, left))
                 except _Timeout:
                     continue  # interrupted: go on with the next cell
-                except _KernelDied:
-                    stopped = "kernel died"
+                except _KernelDied as exc:
+                    stopped = str(exc) or "kernel died"
                 continue
             if stopped is not None:
                 results[item.label] = ExerciseResult(student, item.label, 0, item.points, stopped)
@@ -634,8 +674,9 @@ def grade_submission(
                 score, message = _run_check(session, item, min(timeout, left))
             except _Timeout:
                 score, message = 0, "timeout"
-            except _KernelDied:
-                score, message, stopped = 0, "kernel died", "kernel died"
+            except _KernelDied as exc:
+                score, message = 0, str(exc) or "kernel died"
+                stopped = message
             results[item.label] = ExerciseResult(
                 student, item.label, score, item.points, " ".join(str(message).split())[:500]
             )
@@ -650,6 +691,8 @@ def grade_submission(
                     f"could not execute: {type(exc).__name__}: {exc}",
                 )
     finally:
+        if session is not None:
+            session.close()
         if box is not None:
             box.kill()
         shutil.rmtree(private, ignore_errors=True)

@@ -17,7 +17,8 @@
   nothing else); otherwise ``RLIMIT_NPROC``, which Linux counts per user *within the kernel's user
   namespace* (so it limits that one submission) but does not enforce at all for the real root user;
 - in its own session and process group; :meth:`Kernel.kill` kills the namespace (or, without
-  namespaces, the process group and every process carrying the run's token), so nothing outlives it.
+  namespaces, the process group and every process carrying the run's token), so nothing outlives it;
+  a parent-death signal (``setpriv --pdeathsig``) kills the box even when the grader is killed first.
 
 This is a box against a curious student, not a security boundary against a determined attacker (the
 kernel runs as the grader's user): grade untrusted work in a container or VM without credentials.
@@ -292,9 +293,14 @@ def start_kernel(
         else []
     )
 
+    # If the grader itself dies (SIGKILL, a closed terminal), its kernels die with it: the parent-death
+    # signal survives exec, and unshare's --kill-child passes it on to the namespace's first process.
+    orphan_guard = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
     class _BoxedKernelManager(KernelManager):
         def format_kernel_cmd(self, extra_arguments=None):
-            cmd = [*join, *(_UNSHARE + ["--"] if namespaced else []), *launcher, *kernel]
+            box = [*join, *(_UNSHARE + ["--"] if namespaced else []), *launcher, *kernel]
+            cmd = [*orphan_guard, *box]
             return [c.replace("{connection_file}", self.connection_file) for c in cmd]
 
     km = _BoxedKernelManager(

@@ -20,6 +20,7 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
+from booktools import grader as G
 from booktools import grader_sandbox
 
 RIGHT_1 = """def ridge_prediction(xs, ys, x_query, lam):
@@ -47,8 +48,11 @@ _np.allclose = lambda *a, **k: True
 _np.isclose = lambda *a, **k: True
 """
 PATCH_REFERENCE = """
-import icl_book.estimators as _e
+import icl_book.estimators as _e, icl_book.hermite as _h
 _e.best_one_step_eta = lambda *a, **k: 0.5
+for _n in _h.__all__:  # every reference of the Hermite chapter too
+    if callable(getattr(_h, _n)):
+        setattr(_h, _n, lambda *a, **k: 0.5)
 """
 SILENCE = """
 ip = get_ipython()
@@ -173,6 +177,55 @@ def _fake(obj, fh, *a, **k):
 _json.dump = _fake
 """
 LOOP_2 = "def best_eta(dim, context_len, noise_var):\n    while True:\n        pass"
+IGNORE_INTERRUPT = """
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    time.sleep(0.1)
+"""
+KILL_ALL = """
+import os, signal
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # someone to kill
+if os.getpid() == 1:  # its own PID namespace: signal everything it can see
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    print("killed the rest")
+os._exit(1)
+"""
+# the request names the reply file: a FIFO there, and the kernel's own write diverted
+FIFO_REPLY = """
+import builtins, os
+_open = builtins.open
+def _trap(path, mode="r", *a, **k):
+    if "reply-" in str(path) and "w" in mode:
+        os.mkfifo(path)
+        return _open(os.devnull, mode, *a, **k)
+    return _open(path, mode, *a, **k)
+builtins.open = _trap
+"""
+# the grader's channel renamed and replaced by a symlink to a folder outside the box
+WATCH = Path(__import__("tempfile").gettempdir()) / f"icl-attack-watch-{os.getpid()}"
+SYMLINK_CHANNEL = f"""
+import os, pathlib
+for _d in pathlib.Path(".").glob(".grader-*"):
+    _d.rename(_d.with_name("moved" + _d.name))
+    os.symlink({str(WATCH)!r}, str(_d))
+"""
+FLOOD = """
+import sys
+for _ in range(64):
+    sys.stdout.write("x" * (1 << 20) + "\\n")
+    sys.stderr.write("y" * (1 << 16) + "\\n")
+"""
+RIGHT_2_WARNS = (
+    "def best_eta(dim, context_len, noise_var):\n"
+    "    import warnings\n"
+    "    warnings.warn('a RuntimeWarning on stderr', RuntimeWarning, stacklevel=1)\n"
+    "    return context_len / (context_len + dim + 1 + noise_var)"
+)
 
 
 def _base():
@@ -270,9 +323,31 @@ ATTACKS = {
     "patch_json_to_forge_reply": _after_ex2(PATCH_JSON),
     "check_cell_moved_before_answer": _move_check_up,
     "infinite_loop_then_next_exercise": lambda nb: _honest(nb, LOOP_2),
+    "ignore_interrupt_then_loop": _after_ex2(IGNORE_INTERRUPT),
+    "kill_every_process_it_sees": _after_ex2(KILL_ALL),
+    "fifo_in_place_of_the_reply": _after_ex2(FIFO_REPLY),
+    "symlink_in_place_of_the_channel": _after_ex2(SYMLINK_CHANNEL),
+    "flood_stdout_and_stderr": _after_ex2(FLOOD),
+    # not an attack: nbgrader scores this 0 (stderr in a test cell); the answer is right
+    "correct_answer_that_warns_on_stderr": lambda nb: _honest(nb, RIGHT_2_WARNS),
 }
 # What the honest part earns (ex1, ex2); the infinite loop's ex2 is a timeout.
 EXPECTED = {name: ("1", "0") for name in ATTACKS}
+EXPECTED["correct_answer_that_warns_on_stderr"] = ("1", "1")
+# attacks aimed past their own submission: an untouched one follows each in the batch
+VICTIMS_AFTER = (
+    "ipython_startup_and_site_poison",
+    "rewrite_other_students_notebook",
+    "kill_every_process_it_sees",
+)
+# What the report says of exercise 2 where the attack stops the kernel or the answer
+MESSAGE_2 = {
+    "infinite_loop_then_next_exercise": "timeout",
+    "ignore_interrupt_then_loop": G.HUNG,
+    "kill_every_process_it_sees": "kernel died",
+    "fifo_in_place_of_the_reply": "the answer is not a file",
+    "symlink_in_place_of_the_channel": "the submission did not answer",
+}
 
 
 @pytest.fixture(scope="module")
@@ -289,10 +364,12 @@ def batch(tmp_path_factory):
         paths.append(path)
         # every attack is followed by an untouched (stub) submission, graded in the same batch
         victim = subs / f"victim_after_{name}.ipynb"
-        if name in ("ipython_startup_and_site_poison", "rewrite_other_students_notebook"):
+        if name in VICTIMS_AFTER:
             nbformat.write(base, victim)
             paths.append(victim)
     victim_bytes = (subs / "victim_after_rewrite_other_students_notebook.ipynb").read_bytes()
+    WATCH.mkdir()
+    watch_before = WATCH.stat().st_mtime_ns
     report = subs / "report.csv"
     mp = pytest.MonkeyPatch()
     mp.setenv(CANARY, "1")
@@ -309,6 +386,8 @@ def batch(tmp_path_factory):
         )
     finally:
         mp.undo()
+        watch_after = WATCH.stat().st_mtime_ns
+        WATCH.rmdir()
     elapsed = time.monotonic() - start
     with report.open() as fh:
         rows = list(csv.DictReader(fh))
@@ -318,6 +397,7 @@ def batch(tmp_path_factory):
         "elapsed": elapsed,
         "victim_unchanged": victim_bytes
         == (subs / "victim_after_rewrite_other_students_notebook.ipynb").read_bytes(),
+        "watch_untouched": watch_after == watch_before,
     }
 
 
@@ -330,12 +410,20 @@ def test_attack_scores_only_the_honest_part(batch, name):
     for ex in ("prologue-ex1", "prologue-ex2"):
         assert rows[(name, ex)]["max_score"] == "1"  # the release's points, not the submission's
     assert (name, "prologue-ex3") in rows and rows[(name, "prologue-ex3")]["score"] == "manual"
+    if name in MESSAGE_2:
+        assert rows[(name, "prologue-ex2")]["message"] == MESSAGE_2[name]
+
+
+@pytest.mark.slow
+def test_the_grader_writes_nothing_through_a_submissions_symlink(batch):
+    """A request file written through the planted link would change the folder's mtime."""
+    assert batch["watch_untouched"]
 
 
 @pytest.mark.slow
 def test_the_next_submission_is_not_poisoned(batch):
     rows = batch["rows"]
-    for name in ("ipython_startup_and_site_poison", "rewrite_other_students_notebook"):
+    for name in VICTIMS_AFTER:
         victim = f"victim_after_{name}"
         assert rows[(victim, "prologue-ex1")]["score"] == "0"
         assert rows[(victim, "prologue-ex2")]["score"] == "0"
@@ -350,14 +438,19 @@ def test_the_next_submission_is_not_poisoned(batch):
 def test_no_process_outlives_the_grader(batch):
     assert "orphan" in "".join(k[0] for k in batch["rows"])  # the attack ran
     time.sleep(0.5)
-    left = []
+    assert _processes_with(MARKER) == []
+
+
+def _processes_with(marker: str) -> list[str]:
+    """The pids whose command line contains ``marker``."""
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                left.append(pid)
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
         except OSError:
             continue
-    assert left == []
+    return found
 
 
 @pytest.mark.slow
@@ -406,3 +499,43 @@ def test_fork_bomb_is_bounded_per_kernel(tmp_path):
     assert forked < 64, (forked, box.cgroup)
     if box.cgroup is not None:
         assert not box.cgroup.exists()  # killed and removed with the kernel
+
+
+@pytest.mark.slow  # one kernel: ~15 s
+def test_no_kernel_outlives_a_killed_grader(tmp_path):
+    """SIGKILL the grader mid-notebook (no clean-up code runs): its kernel and what that started die too."""
+    import signal
+    import subprocess
+    import sys
+
+    marker = f"icl-grader-death-{os.getpid()}"
+    release, base = _base()
+    nbformat.write(release, tmp_path / "release.ipynb")
+    nb = _honest(nbformat.from_dict(base))
+    _cell(nb, "prologue-ex1-solution").source = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}])\n"
+        "time.sleep(300)"
+    )
+    nbformat.write(nb, tmp_path / "slow.ipynb")
+
+    def running():
+        return _processes_with(marker)
+
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "booktools.assignments", "grade", str(tmp_path / "slow.ipynb"),
+         "--release", str(tmp_path / "release.ipynb"), "--jobs", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 120
+        while not running() and time.monotonic() < end:
+            time.sleep(0.5)
+        assert running(), "the submission's child never started"
+    finally:
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+    end = time.monotonic() + 10
+    while running() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert running() == []
