@@ -34,6 +34,7 @@ import base64
 import collections
 import contextlib
 import copy
+import dataclasses
 import importlib
 import io
 import json
@@ -104,12 +105,13 @@ def _enc(v, reg, depth=0):
         raise ValueError("answer nested too deeply")
     if v is None or isinstance(v, (bool, str)):
         return v
+    # float(v): np.float64 is a float whose repr is "np.float64(0.9)" under NumPy 2
     if isinstance(v, int):
-        return {"t": "i", "v": str(v)}
+        return {"t": "i", "v": str(int(v))}
     if isinstance(v, float):
-        return {"t": "f", "v": repr(v)}
+        return {"t": "f", "v": repr(float(v))}
     if isinstance(v, complex):
-        return {"t": "c", "v": [repr(v.real), repr(v.imag)]}
+        return {"t": "c", "v": [repr(float(v.real)), repr(float(v.imag))]}
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(v, torch.Tensor):
         v = v.detach().cpu().numpy()
@@ -153,6 +155,15 @@ def _dec(v):
     if t == "tu": return tuple(_dec(x) for x in v["v"])
     if t == "li": return [_dec(x) for x in v["v"]]
     if t == "di": return {_dec(k): _dec(x) for k, x in zip(v["k"], v["v"])}
+    if t in ("nt", "dc"):  # the book's own types (a FeatureBlock, a named result): rebuilt here
+        import importlib
+        module, _, qual = v["cls"].partition(":")
+        cls = importlib.import_module(module)
+        for part in qual.split("."):
+            cls = getattr(cls, part)
+        if t == "nt":
+            return cls(*[_dec(x) for x in v["v"]])
+        return cls(**{k: _dec(x) for k, x in zip(v["fields"], v["v"])})
     raise ValueError(f"cannot decode {t}")
 def _icl_grader_rpc(req_path, user_ns):
     reg = _sys.modules.setdefault("_icl_grader_refs", type(_sys)("_icl_grader_refs"))
@@ -180,7 +191,8 @@ def _icl_grader_rpc(req_path, user_ns):
 
 
 def encode(value, depth: int = 0):
-    """Tagged JSON of a value the grader sends to the kernel (numbers, arrays, tensors, containers)."""
+    """Tagged JSON of a value the grader sends to the kernel (numbers, arrays, tensors, containers,
+    and the package's own named tuples and dataclasses, rebuilt in the kernel from ``icl_book``)."""
     if depth > 32:
         raise ValueError("value nested too deeply")
     if value is None or isinstance(value, (bool, str)):
@@ -201,6 +213,15 @@ def encode(value, depth: int = 0):
         if torch_flag:
             out["torch"] = True
         return out
+    cls = type(value)
+    own = cls.__module__ == "icl_book" or cls.__module__.startswith("icl_book.")
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    if isinstance(value, tuple) and hasattr(cls, "_fields") and own:
+        return {"t": "nt", "cls": name, "v": [encode(x, depth + 1) for x in value]}
+    if dataclasses.is_dataclass(value) and own:
+        fields = [f.name for f in dataclasses.fields(value) if f.init]
+        values = [encode(getattr(value, f), depth + 1) for f in fields]
+        return {"t": "dc", "cls": name, "fields": fields, "v": values}
     if isinstance(value, tuple):
         return {"t": "tu", "v": [encode(x, depth + 1) for x in value]}
     if isinstance(value, list):
@@ -578,11 +599,20 @@ _CHECK_LOCK = threading.Lock()
 
 
 def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
-    from icl_book.checks import CheckFailed
-
-    session.deadline = time.monotonic() + timeout
     module = importlib.import_module(item.module)
     check = getattr(module, item.check)
+    # One check at a time when submissions are graded side by side (the notebooks themselves still
+    # run in parallel): redirect_stdout swaps the process-wide sys.stdout, and some references set
+    # process-wide state (torch's seed inside fork_rng, BLAS threads). The check's time starts once
+    # it holds the lock: waiting for another submission's check is not this one's timeout.
+    with _CHECK_LOCK:
+        session.deadline = time.monotonic() + timeout
+        return _run_check_locked(session, item, check, timeout)
+
+
+def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[float, str]:
+    from icl_book.checks import CheckFailed
+
     try:
         args = [session.request({"op": "eval", "expr": e}, timeout) for e in item.args]
         kwargs = {k: session.request({"op": "eval", "expr": e}, timeout) for k, e in item.kwargs}
@@ -592,9 +622,7 @@ def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
         return 0, "not implemented yet"
     out = io.StringIO()
     try:
-        # redirect_stdout swaps the process-wide sys.stdout: one check at a time when
-        # submissions are graded side by side (the notebooks themselves still run in parallel)
-        with _CHECK_LOCK, contextlib.redirect_stdout(out):
+        with contextlib.redirect_stdout(out):
             check(*args, **kwargs)
     except CheckFailed as exc:
         return 0, str(exc)

@@ -481,6 +481,63 @@ def test_decoder_accepts_data_only():
     assert isinstance(G.decode({"t": "obj", "type": "Liar"}), G.Opaque)
 
 
+def test_kernel_encoder_round_trips_numpy_and_torch_answers():
+    """What a student's function returns (NumPy 2 scalars included, whose repr is ``np.float64(…)``)
+    reaches the check as the same number."""
+    import numpy as np
+    import torch
+
+    from booktools import grader as G
+
+    space: dict = {}
+    exec(G._CODEC, space)  # the kernel's side, as the grader sends it
+
+    def through(value):
+        return G.decode(json.loads(json.dumps(space["_enc"](value, []))))
+
+    for value in (0.9, np.float64(0.9), np.float32(0.25), np.int64(-3), np.bool_(True), 7, True):
+        got = through(value)
+        assert got == value and type(got) is type(value.item() if hasattr(value, "item") else value)
+    assert through(np.complex128(1.5 - 2j)) == 1.5 - 2j
+    assert through(complex(0.5, np.float64(0.25))) == 0.5 + 0.25j
+    arr = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
+    assert np.array_equal(through(arr), arr) and through(arr).dtype == np.float64
+    assert np.array_equal(through(torch.tensor([1.0, 2.0])), np.array([1.0, 2.0], np.float32))
+    assert through((np.float64(1.0), [np.int32(2)], {"a": np.float64(3.0)})) == (
+        1.0,
+        [2],
+        {"a": 3.0},
+    )
+
+
+def test_the_grader_sends_the_books_own_types():
+    """Checks call answers with the package's dataclasses and named tuples (chapter 6's
+    ``FeatureBlock`` list once failed with "the grader cannot send a FeatureBlock")."""
+    import numpy as np
+
+    from booktools import grader as G
+    from icl_book import theory
+    from icl_book.features import partition_features
+
+    space: dict = {}
+    exec(G._CODEC, space)
+
+    def to_kernel(value):
+        return space["_dec"](json.loads(json.dumps(G.encode(value))))
+
+    blocks = partition_features(2, 3, 4, kind="legendre")
+    back = to_kernel(blocks)
+    assert back == blocks and all(type(b) is type(a) for a, b in zip(blocks, back, strict=True))
+    x = np.random.default_rng(0).uniform(-1, 1, (5, 2))
+    assert all(np.array_equal(a(x), b(x)) for a, b in zip(blocks, back, strict=True))
+    moments = theory.task_moments(np.eye(3)[:2])
+    got = to_kernel(moments)
+    assert type(got) is type(moments)
+    assert all(np.array_equal(a, b) for a, b in zip(got, moments, strict=True))
+    with pytest.raises(TypeError, match="cannot send"):
+        G.encode(object())
+
+
 @pytest.mark.slow  # one kernel: ~5 s
 def test_fork_bomb_is_bounded_per_kernel(tmp_path):
     """Each kernel has a process count of its own (a pids cgroup, or RLIMIT_NPROC inside its user
