@@ -21,6 +21,13 @@ that draws the data and, inside a :func:`torch.random.fork_rng` block (the globa
 untouched), torch itself. Two calls with the same arguments on the same machine and thread count give
 bitwise identical losses and weights.
 
+Many small models at once: :class:`BatchedTrainer` trains a list of :class:`Member` runs of one
+architecture together (each with its own weights, data, learning rate and Adam state; identical to
+training each alone up to float rounding), and :func:`train_to_convergence` runs the book's convergence
+protocol on it: the validation error is measured at ``s, 2s, 4s, …`` steps, and a run is *converged* once
+doubling its steps changed that error by less than one standard error; a run that reaches its bound
+first is flagged, never silently kept. Checkpoints make a long study resumable across sittings.
+
 Note that the model's *initial* weights are drawn when the model is built, before training: build it with
 its own seeded generator (e.g. ``LinearSelfAttention(dim, generator=torch.Generator().manual_seed(0))``).
 """
@@ -29,6 +36,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,6 +47,12 @@ import torch
 from ._validate import nonnegative_float, nonnegative_int, positive_float, positive_int
 
 __all__ = [
+    "Member",
+    "BatchedTrainer",
+    "ConvergenceRecord",
+    "train_to_convergence",
+    "converged_at",
+    "check_steps",
     "TrainResult",
     "TrainingDiverged",
     "train_in_context",
@@ -46,7 +61,7 @@ __all__ = [
     "prompts_to_torch",
 ]
 
-_SCHEDULES = ("constant", "cosine")
+_SCHEDULES = ("constant", "cosine", "rsqrt")
 
 
 class TrainingDiverged(RuntimeError):
@@ -207,6 +222,8 @@ def _lr_at(step: int, steps: int, lr: float, schedule: str, warmup: int) -> floa
         return lr * (step + 1) / warmup
     if schedule == "constant":
         return lr
+    if schedule == "rsqrt":  # any-time decay: does not depend on the total number of steps
+        return lr * math.sqrt(warmup / (step + 1)) if warmup else lr
     progress = (step - warmup) / max(1, steps - warmup)
     return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
 
@@ -256,7 +273,9 @@ def train_in_context(
     clip_grad
         If given (``> 0``), the gradient's global norm is clipped to it.
     schedule
-        ``"constant"`` or ``"cosine"`` (decays to 0 at the last step). Applied after the warm-up.
+        ``"constant"``, ``"cosine"`` (decays to 0 at the last step) or ``"rsqrt"`` (``lr · √(warmup/t)``
+        at step ``t``: a decay that does not depend on ``steps``, so a run can be continued; the
+        schedule of :class:`BatchedTrainer` and :func:`train_to_convergence`). Applied after the warm-up.
     warmup
         Steps of linear warm-up from ``lr / warmup`` to ``lr`` (``0``: none).
     eval_prompts
@@ -496,3 +515,424 @@ def _progress_bar(steps: int):
     from tqdm import tqdm  # optional: only with progress=True
 
     return tqdm(total=steps, desc="training", unit="step", leave=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Many small models at once, and training until converged
+# ---------------------------------------------------------------------------------------------------
+
+_ADAM_BETAS, _ADAM_EPS = (0.9, 0.999), 1e-8
+
+
+@dataclass(frozen=True)
+class Member:
+    """One run of a :class:`BatchedTrainer`: an initial model, its data, its seed and its learning rate.
+
+    ``model`` holds the initial weights (every member of one trainer has the same architecture);
+    ``sample_prompts(rng, batch_size) -> Prompts`` draws its training batches from
+    ``np.random.default_rng(seed)`` and nothing else; ``lr`` is its peak learning rate and ``warmup``
+    its linear warm-up. ``name`` identifies it in results and checkpoints.
+    """
+
+    name: str
+    model: torch.nn.Module
+    sample_prompts: Callable[[np.random.Generator, int], object]
+    seed: int
+    lr: float
+    warmup: int = 0
+
+
+class BatchedTrainer:
+    """Train many small in-context models of one architecture at once, each as if alone.
+
+    Every member keeps its own weights, Adam state, data generator, learning-rate schedule and gradient
+    clipping; one step draws one batch per member, runs each member's model on its own batch (members
+    whose batches have the same shape go through one :func:`torch.func.vmap` call, ``chunk_size`` at a
+    time) and updates every active member. The loss is the sum of the members' mean squared errors, so
+    each member's gradient is exactly its own: the result equals training each member alone with
+    :func:`train_in_context` (Adam, the same schedule and clipping) up to float rounding
+    (``tests/test_train.py``).
+
+    The schedule must not depend on the total number of steps, so that a run can be continued:
+    ``"constant"`` (after the warm-up) or ``"rsqrt"`` (after the warm-up ``lr · √(warmup / t)``, the
+    usual "any-time" decay). :meth:`state_dict` / :meth:`load_state_dict` (and :meth:`save` /
+    :meth:`load`) hold everything a step depends on, so a run stopped and resumed is bitwise the
+    uninterrupted run on the same machine and thread count.
+
+    Parameters
+    ----------
+    members
+        The runs, a non-empty sequence of :class:`Member` with models of identical parameter shapes.
+    batch_size
+        Prompts per step and member.
+    schedule
+        ``"constant"`` or ``"rsqrt"``.
+    clip_grad
+        If given (``> 0``), each member's gradient is clipped to this global norm (its own norm).
+    chunk_size
+        Members evaluated together in one ``vmap`` call (``1``: one after another). Larger chunks cut
+        per-call overhead; too large ones leave the cache (``benchmarks/bench_train.py`` measures).
+    device, dtype
+        Where and in what precision to train (CPU float64 by default).
+    """
+
+    def __init__(
+        self,
+        members,
+        *,
+        batch_size: int,
+        schedule: str = "rsqrt",
+        clip_grad: float | None = None,
+        chunk_size: int = 1,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float64,
+    ):
+        from torch.func import stack_module_state
+
+        members = list(members)
+        if not members or not all(isinstance(m, Member) for m in members):
+            raise TypeError("members must be a non-empty sequence of icl_book.train.Member")
+        names = [m.name for m in members]
+        if len(set(names)) != len(names):
+            raise ValueError("members must have distinct names")
+        if schedule not in ("constant", "rsqrt"):
+            raise ValueError(f"schedule must be 'constant' or 'rsqrt', got {schedule!r}")
+        self.members = members
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.schedule = schedule
+        self.clip_grad = None if clip_grad is None else positive_float("clip_grad", clip_grad)
+        self.chunk_size = positive_int("chunk_size", chunk_size)
+        self.device = torch.device(device)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        self.dtype = dtype
+        shapes = {k: v.shape for k, v in members[0].model.state_dict().items()}
+        for m in members:
+            if not isinstance(m.model, torch.nn.Module):
+                raise TypeError(f"member {m.name!r}: model must be a torch.nn.Module")
+            if {k: v.shape for k, v in m.model.state_dict().items()} != shapes:
+                raise ValueError(
+                    f"member {m.name!r}: every model must have the parameter shapes of "
+                    f"{members[0].name!r}"
+                )
+            if not callable(m.sample_prompts):
+                raise TypeError(f"member {m.name!r}: sample_prompts must be callable")
+            positive_float(f"member {m.name!r}: lr", m.lr)
+            nonnegative_int(f"member {m.name!r}: warmup", m.warmup)
+            nonnegative_int(f"member {m.name!r}: seed", m.seed)
+        models = [m.model.to(device=self.device, dtype=dtype) for m in members]
+        params, _ = stack_module_state(models)
+        self.params = {k: v.detach().clone() for k, v in params.items()}
+        self._base = _meta_copy(models[0])
+        self.exp_avg = {k: torch.zeros_like(v) for k, v in self.params.items()}
+        self.exp_avg_sq = {k: torch.zeros_like(v) for k, v in self.params.items()}
+        self.steps = np.zeros(len(members), dtype=np.int64)
+        self.rngs = [np.random.default_rng(m.seed) for m in members]
+        self.losses: list[list[float]] = [[] for _ in members]
+        self.cpu_seconds = np.zeros(len(members))
+
+    # --- one step -----------------------------------------------------------------------------------
+
+    def lr_at(self, index: int, step: int) -> float:
+        """Learning rate of member ``index`` at (0-based) step ``step``."""
+        m = self.members[index]
+        if step < m.warmup:
+            return m.lr * (step + 1) / m.warmup
+        if self.schedule == "constant" or m.warmup == 0:
+            return m.lr
+        return m.lr * math.sqrt(m.warmup / (step + 1))
+
+    def step(self, active=None) -> np.ndarray:
+        """One Adam update of the members in ``active`` (indices; all by default).
+
+        Returns the training losses ``(len(active),)`` (batch MSE before the update).
+        """
+        active = list(range(len(self.members))) if active is None else [int(i) for i in active]
+        start = time.process_time()
+        batches = {}
+        for i in active:
+            b = prompts_to_torch(
+                self.members[i].sample_prompts(self.rngs[i], self.batch_size),
+                device=self.device,
+                dtype=self.dtype,
+            )
+            batches.setdefault(tuple(b[0].shape), []).append((i, b))
+        leaves = {k: v.requires_grad_(True) for k, v in self.params.items()}
+        total, losses = 0.0, {}
+        for group in batches.values():
+            for c in range(0, len(group), self.chunk_size):
+                chunk = group[c : c + self.chunk_size]
+                idx = [i for i, _ in chunk]
+                per = self._losses(leaves, idx, [b for _, b in chunk])
+                total = total + per.sum()
+                losses.update(zip(idx, per.detach().tolist(), strict=True))
+        grads = torch.autograd.grad(total, list(leaves.values()))
+        for v in self.params.values():
+            v.requires_grad_(False)
+        values = np.array([losses[i] for i in active])
+        bad = [
+            self.members[i].name
+            for i, v in zip(active, values, strict=True)
+            if not math.isfinite(v)
+        ]
+        if bad:
+            raise TrainingDiverged(f"training loss became non-finite for members {bad}")
+        self._adam(active, dict(zip(self.params, grads, strict=True)))
+        for i, v in zip(active, values, strict=True):
+            self.losses[i].append(float(v))
+        self.cpu_seconds[active] += (time.process_time() - start) / len(active)
+        return values
+
+    def _losses(self, params, idx, batches) -> torch.Tensor:
+        """Mean squared errors ``(len(idx),)`` of members ``idx`` on their batches."""
+        from torch.func import functional_call, vmap
+
+        if len(idx) == 1:
+            p = {k: v[idx[0]] for k, v in params.items()}
+            xs, ys, xq, yq = batches[0]
+            pred = functional_call(self._base, p, (xs, ys, xq))
+            return torch.mean((pred - yq) ** 2)[None]
+        sel = torch.tensor(idx, device=self.device)
+        p = {k: v.index_select(0, sel) for k, v in params.items()}
+        xs, ys, xq, yq = (torch.stack(t) for t in zip(*batches, strict=True))
+        pred = vmap(lambda pp, a, b, c: functional_call(self._base, pp, (a, b, c)))(p, xs, ys, xq)
+        return torch.mean((pred - yq) ** 2, dim=1)
+
+    @torch.no_grad()
+    def _adam(self, active, grads) -> None:
+        """torch.optim.Adam's update, per member (its own step count, lr and clipping)."""
+        beta1, beta2 = _ADAM_BETAS
+        sel = torch.tensor(active, device=self.device)
+        g = {k: v.index_select(0, sel) for k, v in grads.items()}
+        if self.clip_grad is not None:
+            norms = torch.sqrt(sum((v.reshape(len(active), -1) ** 2).sum(1) for v in g.values()))
+            coef = torch.clamp(self.clip_grad / (norms + 1e-6), max=1.0)
+            g = {k: v * coef.reshape(-1, *[1] * (v.ndim - 1)) for k, v in g.items()}
+        step = self.steps[active] + 1
+        lrs = np.array([self.lr_at(i, s - 1) for i, s in zip(active, step, strict=True)])
+        bc1 = 1 - beta1**step
+        bc2_sqrt = np.sqrt(1 - beta2**step)
+        step_size = torch.tensor(-lrs / bc1, dtype=self.dtype, device=self.device)
+        bc2 = torch.tensor(bc2_sqrt, dtype=self.dtype, device=self.device)
+        for k, p in self.params.items():
+            shape = (-1, *[1] * (p.ndim - 1))
+            m = self.exp_avg[k].index_select(0, sel).lerp_(g[k], 1 - beta1)
+            v = (
+                self.exp_avg_sq[k]
+                .index_select(0, sel)
+                .mul_(beta2)
+                .addcmul_(g[k], g[k], value=1 - beta2)
+            )
+            denom = (v.sqrt() / bc2.reshape(shape)).add_(_ADAM_EPS)
+            new = p.index_select(0, sel) + step_size.reshape(shape) * (m / denom)
+            self.exp_avg[k].index_copy_(0, sel, m)
+            self.exp_avg_sq[k].index_copy_(0, sel, v)
+            p.index_copy_(0, sel, new)
+        self.steps[active] = step
+
+    # --- results and checkpoints ---------------------------------------------------------------------
+
+    def model(self, index: int) -> torch.nn.Module:
+        """A copy of member ``index``'s model holding its current weights (eval mode)."""
+        model = _copy_module(self.members[index].model)
+        model.load_state_dict({k: v[index].detach().clone() for k, v in self.params.items()})
+        return model.eval()
+
+    def predict(self, index: int, prompts, *, chunk_size: int = 512) -> np.ndarray:
+        """Member ``index``'s predictions ``(B,)`` on a NumPy prompt batch (:func:`predict_in_context`)."""
+        return predict_in_context(self.model(index), prompts, chunk_size=chunk_size)
+
+    def state_dict(self) -> dict:
+        """Everything the next step depends on (weights, Adam moments, step counts, data generators)."""
+        return {
+            "names": [m.name for m in self.members],
+            "params": {k: v.clone() for k, v in self.params.items()},
+            "exp_avg": {k: v.clone() for k, v in self.exp_avg.items()},
+            "exp_avg_sq": {k: v.clone() for k, v in self.exp_avg_sq.items()},
+            "steps": self.steps.copy(),
+            "rngs": [r.bit_generator.state for r in self.rngs],
+            "losses": [list(v) for v in self.losses],
+            "cpu_seconds": self.cpu_seconds.copy(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` (the members must be the same, in the same order)."""
+        if list(state["names"]) != [m.name for m in self.members]:
+            raise ValueError("state was saved for other members (names differ)")
+        for attr in ("params", "exp_avg", "exp_avg_sq"):
+            setattr(self, attr, {k: v.clone() for k, v in state[attr].items()})
+        self.steps = np.asarray(state["steps"], dtype=np.int64).copy()
+        for rng, s in zip(self.rngs, state["rngs"], strict=True):
+            rng.bit_generator.state = s
+        self.losses = [list(v) for v in state["losses"]]
+        self.cpu_seconds = np.asarray(state["cpu_seconds"], dtype=np.float64).copy()
+
+
+def _meta_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A parameter-free copy of ``model`` for :func:`torch.func.functional_call`."""
+    return _copy_module(model).to("meta")
+
+
+def _copy_module(model: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(model)
+
+
+@dataclass
+class ConvergenceRecord:
+    """One member's run under the convergence protocol of :func:`train_to_convergence`.
+
+    Attributes
+    ----------
+    name
+        The member's name.
+    eval_steps
+        ``(k,)`` the checkpoints reached (``first_check · 2^j``).
+    val_mse, val_se
+        ``(k,)`` validation mean squared error at those checkpoints and its standard error
+        (``std / √n`` over the validation prompts).
+    converged
+        ``True`` when doubling the steps last changed the validation error by less than one standard
+        error; ``False`` when the run stopped at ``max_steps`` without that (or has not finished).
+    finished
+        Whether the run has stopped (converged, or at ``max_steps``).
+    """
+
+    name: str
+    eval_steps: list = field(default_factory=list)
+    val_mse: list = field(default_factory=list)
+    val_se: list = field(default_factory=list)
+    converged: bool = False
+    finished: bool = False
+
+    @property
+    def steps(self) -> int:
+        """Steps trained (the last checkpoint reached)."""
+        return self.eval_steps[-1] if self.eval_steps else 0
+
+
+def converged_at(val_mse, val_se) -> bool:
+    """The protocol's test: the last doubling changed the validation error by less than one SE.
+
+    ``val_mse``/``val_se`` are the values at consecutive checkpoints ``s, 2s, 4s, …``; the test compares
+    the last two: ``|mse(2s) − mse(s)| < se(2s)``.
+    """
+    if len(val_mse) < 2:
+        return False
+    return abs(val_mse[-1] - val_mse[-2]) < val_se[-1]
+
+
+def check_steps(first_check: int, max_steps: int) -> list[int]:
+    """The protocol's checkpoints ``first_check · 2^j <= max_steps`` (``max_steps`` must be one)."""
+    first_check = positive_int("first_check", first_check)
+    max_steps = positive_int("max_steps", max_steps)
+    out = [first_check]
+    while out[-1] < max_steps:
+        out.append(2 * out[-1])
+    if out[-1] != max_steps:
+        raise ValueError(
+            f"max_steps must be first_check times a power of two, got {max_steps} "
+            f"with first_check = {first_check}"
+        )
+    return out
+
+
+def train_to_convergence(
+    trainer: BatchedTrainer,
+    val_prompts: dict,
+    *,
+    first_check: int = 500,
+    max_steps: int = 32_000,
+    checkpoint: str | None = None,
+    save_every_s: float = 300.0,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, ConvergenceRecord]:
+    """Train every member of ``trainer`` until it converges, or to ``max_steps``: the book's protocol.
+
+    The validation error (mean squared error at the query on a fixed held-out set, its standard error
+    over those prompts) is measured at ``first_check``, ``2·first_check``, ``4·first_check``, … A member
+    is **converged** at the first checkpoint where doubling its steps changed the validation error by
+    less than one standard error (:func:`converged_at`); it then stops (its weights are those of that
+    checkpoint). A member that reaches ``max_steps`` without converging stops there, flagged
+    ``converged = False``: never silently.
+
+    Parameters
+    ----------
+    trainer
+        A :class:`BatchedTrainer` (its schedule must not depend on the total steps).
+    val_prompts
+        ``{member name: Prompts}``: each member's validation set (members may share one).
+    first_check, max_steps
+        The first checkpoint and the bound (``first_check · 2^j``).
+    checkpoint
+        Optional path: the trainer's state and the records are saved there after every checkpoint and
+        every ``save_every_s`` seconds, and loaded from there when it exists, so a study can be trained
+        across several sittings; resumed is bitwise the uninterrupted run (same machine and threads).
+    log
+        Called with one line per checkpoint (e.g. ``print``).
+
+    Returns
+    -------
+    dict
+        ``{member name: ConvergenceRecord}``; the weights are in ``trainer`` (:meth:`BatchedTrainer.model`).
+    """
+    if not isinstance(trainer, BatchedTrainer):
+        raise TypeError(f"trainer must be a BatchedTrainer, got {type(trainer).__name__}")
+    names = [m.name for m in trainer.members]
+    missing = [n for n in names if n not in val_prompts]
+    if missing:
+        raise ValueError(f"val_prompts has no validation set for members {missing}")
+    checks = check_steps(first_check, max_steps)
+    records = {n: ConvergenceRecord(n) for n in names}
+    if checkpoint is not None and os.path.exists(checkpoint):
+        saved = torch.load(checkpoint, weights_only=False)
+        trainer.load_state_dict(saved["trainer"])
+        records = {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
+        for rec in records.values():  # a larger bound than last time continues the unconverged runs
+            if not rec.converged and rec.steps < max_steps:
+                rec.finished = False
+    last_save = time.monotonic()
+
+    def save():
+        if checkpoint is None:
+            return
+        tmp = f"{checkpoint}.tmp"
+        state = {
+            "trainer": trainer.state_dict(),
+            "records": {n: vars(r) for n, r in records.items()},
+        }
+        torch.save(state, tmp)
+        os.replace(tmp, checkpoint)
+
+    for target in checks:
+        active = [i for i, n in enumerate(names) if not records[n].finished]
+        if not active:
+            break
+        while True:
+            todo = [i for i in active if trainer.steps[i] < target]
+            if not todo:
+                break
+            trainer.step(todo)
+            if checkpoint is not None and time.monotonic() - last_save > save_every_s:
+                save()
+                last_save = time.monotonic()
+        for i in active:
+            rec = records[names[i]]
+            if rec.eval_steps and rec.eval_steps[-1] == target:
+                continue  # evaluated before an interruption
+            prompts = val_prompts[names[i]]
+            err = (trainer.predict(i, prompts) - np.asarray(prompts.y_query)) ** 2
+            rec.eval_steps.append(target)
+            rec.val_mse.append(float(err.mean()))
+            rec.val_se.append(float(err.std() / math.sqrt(err.size)))
+            rec.converged = converged_at(rec.val_mse, rec.val_se)
+            rec.finished = rec.converged or target >= max_steps
+            if not math.isfinite(rec.val_mse[-1]):
+                raise TrainingDiverged(f"member {rec.name}: validation error {rec.val_mse[-1]}")
+        if log is not None:
+            done = sum(r.converged for r in records.values())
+            log(f"step {target}: {done}/{len(names)} converged, {len(active)} were active")
+        save()
+        last_save = time.monotonic()
+    return records

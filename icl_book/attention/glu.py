@@ -436,8 +436,11 @@ class TransformerBlock(nn.Module):
         self.w_kq = _param((self.embed_dim, self.embed_dim), scale, generator, dtype, device)
         self.w_pv = _param((self.embed_dim, self.embed_dim), scale, generator, dtype, device)
 
-    def embed(self, xs, ys, x_query) -> torch.Tensor:
-        """Row tokens ``(B, N+1, D)`` of a batch of prompts (NumPy arrays or tensors), in the block's dtype."""
+    def embed(self, xs, ys, x_query, *, scratch: bool = True) -> torch.Tensor:
+        """Row tokens ``(B, N+1, D)`` of a batch of prompts (NumPy arrays or tensors), in the block's dtype.
+
+        ``scratch=False`` leaves out the (zero) scratch coordinates: ``(B, N+1, d + c + 1)``.
+        """
         p = self.w_kq
         xs, ys, x_query = (
             torch.as_tensor(a, dtype=p.dtype, device=p.device) for a in (xs, ys, x_query)
@@ -455,7 +458,8 @@ class TransformerBlock(nn.Module):
         parts = [x_all]
         if self.constant:
             parts.append(torch.ones_like(x_all[..., :1]))
-        parts.append(x_all.new_zeros((b, n + 1, self.n_scratch)))
+        if scratch:
+            parts.append(x_all.new_zeros((b, n + 1, self.n_scratch)))
         parts.append(y_all[..., None])
         return torch.cat(parts, dim=-1)
 
@@ -472,14 +476,29 @@ class TransformerBlock(nn.Module):
     def forward(self, xs, ys, x_query) -> torch.Tensor:
         """Predictions ``ŷ = −(query's y slot after the block)``, shape ``(B,)``.
 
-        Computes only the query's ``y`` entry, ``−(1/N) Σ_i (W^{PV}_y · z_i)(z_iᵀ W^{KQ} z_q)`` in ``O(B N D)``
-        (the same number as :meth:`forward_tokens`, which updates every token).
+        The same number as :meth:`forward_tokens` followed by the readout, computed in the order that
+        costs least (training spends nearly all its time here): the scratch of a fresh prompt is zero,
+        so the GLU's hidden units read only ``(x, 1, y)``; and the LSA needs each context token after
+        the GLU only through two numbers, its score ``e_iᵀ W^{KQ} e_q`` and its value ``W^{PV}_y · e_i``,
+        which are linear in the hidden units ``h_i``: ``W_3 h_i`` is never formed for context tokens.
         """
-        z = self.embed(xs, ys, x_query)
-        if self.glu is not None:
-            z = self.glu(z)
-        ctx, zq = z[:, :-1, :], z[:, -1, :]
-        return -(zq[:, -1] + lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
+        if self.glu is None:
+            z = self.embed(xs, ys, x_query)
+            ctx, zq = z[:, :-1, :], z[:, -1, :]
+            return -(zq[:, -1] + lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
+        zk = self.embed(xs, ys, x_query, scratch=False)  # (B, T, d + c + 1): the non-zero part
+        s0 = self.dim + int(self.constant)
+        keep = [*range(s0), self.embed_dim - 1]  # where those coordinates sit in a token
+        w1, w2, w3 = self.glu.w1, self.glu.w2, self.glu.w3
+        h = (zk @ w1[:, keep].T) * (zk @ w2[:, keep].T)  # (B, T, H): the GLU's hidden units
+        e_q = h[:, -1, :] @ w3.T  # (B, D): the query after the GLU
+        e_q = e_q.index_add(1, torch.tensor(keep, device=e_q.device), zk[:, -1, :])
+        a = e_q @ self.w_kq.T  # score of context token i: e_i · a
+        b = self.w_pv[-1]  # value of context token i: e_i · b
+        ctx_z, ctx_h = zk[:, :-1, :], h[:, :-1, :]
+        scores = ctx_z @ a[:, keep, None] + ctx_h @ (a @ w3)[:, :, None]  # (B, N, 1)
+        values = ctx_z @ b[keep] + ctx_h @ (b @ w3)  # (B, N)
+        return -(e_q[:, -1] + (values * scores[..., 0]).mean(dim=1))
 
     @classmethod
     def from_weights(

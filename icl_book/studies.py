@@ -1,0 +1,295 @@
+"""The converged training studies of chapters 5 and 6: what is trained, and loading the results.
+
+A *study* is a list of cohorts; a cohort is a set of runs of one architecture trained together by
+:class:`icl_book.train.BatchedTrainer` under the book's convergence protocol
+(:func:`icl_book.train.train_to_convergence`: the validation error is measured at 500, 1,000, 2,000, …
+steps, and a run stops once doubling its steps changed it by less than one standard error, or at the
+bound, flagged not converged). Every run has its own initial weights, its own data generator and its
+own learning rate.
+
+- ``"glu"`` (chapter 5): LSA+GLU blocks of width 16 + 16 and 10 + 10 (scratch + hidden units) on
+  random quadratic prompts (d = 4, σ² = 0.1), trained at each fixed context length
+  N ∈ {25, 50, 100, 200, 400} and on a mix of N ∈ {25, 50, 100, 200} (drawn afresh for every batch),
+  five seeds each; two more learning rates at N = 100 (width 16 + 16); and 10 + 10 blocks started at the
+  exact construction (one whitened kernel-GD step) instead of random weights.
+- ``"depth"`` (chapter 6): free deep stacks (d = 3, width 9, 18 hidden units per block, label
+  normalisation and a saturating readout) of depth 1, 2, 4 and 8 on quadratic and cubic Legendre
+  targets (N = 50, σ² = 0.01), five seeds each.
+
+Training a study takes hours of CPU (``python -m booktools.train_study NAME``, resumable: it saves a
+checkpoint as it goes); the results ship as package data (``icl_book/data/study_<name>.npz``) and
+:func:`load_study` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .attention.deep import DeepTransformer
+from .attention.glu import TransformerBlock, glu_lsa_block_weights
+from .tasks import Prompts, sample_polynomial_prompts, sample_quadratic_prompts
+from .train import ConvergenceRecord, Member
+
+__all__ = [
+    "RunSpec",
+    "Cohort",
+    "STUDIES",
+    "cohorts",
+    "validation_prompts",
+    "build_model",
+    "make_sampler",
+    "members",
+    "StudyRun",
+    "load_study",
+    "study_path",
+    "study_arrays",
+]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+#: Chapter 5's setting.
+GLU_DIM, GLU_NOISE_VAR = 4, 0.1
+GLU_CONTEXTS = (25, 50, 100, 200, 400)
+GLU_MIX = (25, 50, 100, 200)
+#: Chapter 6's setting.
+DEPTH_DIM, DEPTH_NOISE_VAR, DEPTH_CONTEXT, DEPTH_WIDTH = 3, 0.01, 50, 9
+DEPTH_DEGREES = {"quadratic": 2, "cubic": 3}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: its model, task, seeds and learning rate.
+
+    ``model`` is ``"block"`` (a :class:`~icl_book.attention.TransformerBlock` with ``n_scratch`` scratch
+    rows and ``hidden`` GLU units) or ``"deep"`` (a :class:`~icl_book.attention.DeepTransformer` of
+    ``depth`` blocks). ``task`` is ``"quadratic"``, ``"cubic"`` or ``"mix"``; ``context_len`` is the
+    training N (0 for the mix). ``init`` is ``"random"`` (weights drawn from ``seed``) or
+    ``"construction"`` (the exact one-step construction).
+    """
+
+    model: str
+    task: str
+    context_len: int
+    seed: int
+    lr: float
+    n_scratch: int = 0
+    hidden: int = 0
+    depth: int = 1
+    init: str = "random"
+
+    @property
+    def name(self) -> str:
+        if self.model == "block":
+            arch = f"block{self.n_scratch}+{self.hidden}"
+        else:
+            arch = f"deep{self.depth}"
+        n = "mix" if self.context_len == 0 else f"N{self.context_len}"
+        return f"{arch}/{self.task}/{n}/lr{self.lr:g}/{self.init}/seed{self.seed}"
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of the run's training data: a hash of its name (every run draws its own)."""
+        return zlib.crc32(self.name.encode())
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """Runs of one architecture, trained together; with the trainer's and protocol's settings."""
+
+    name: str
+    runs: tuple[RunSpec, ...]
+    batch_size: int
+    warmup: int
+    clip_grad: float | None
+    first_check: int = 1000
+    max_steps: int = 32_000
+    val_size: int = 5000
+    val_seed: int = 777
+
+
+def _glu_cohorts() -> list[Cohort]:
+    runs = []
+    for width in (16, 10):
+        for n in (*GLU_CONTEXTS, 0):
+            for seed in range(5):
+                runs.append(
+                    RunSpec("block", "quadratic", n, seed, 0.01, n_scratch=width, hidden=width)
+                )
+    for lr in (0.003, 0.03):
+        for seed in range(5):
+            runs.append(RunSpec("block", "quadratic", 100, seed, lr, n_scratch=16, hidden=16))
+    blocks16 = [r for r in runs if r.n_scratch == 16]
+    blocks10 = [r for r in runs if r.n_scratch == 10]
+    blocks10 += [
+        RunSpec("block", "quadratic", n, 0, 0.01, n_scratch=10, hidden=10, init="construction")
+        for n in (*GLU_CONTEXTS, 0)
+    ]
+    common = dict(batch_size=256, warmup=250, clip_grad=1.0)
+    return [
+        Cohort("block16", tuple(blocks16), **common),
+        Cohort("block10", tuple(blocks10), **common),
+    ]
+
+
+def _depth_cohorts() -> list[Cohort]:
+    out = []
+    for depth in (1, 2, 4, 8):
+        lr = 5e-3 * min(1.0, 4 / depth)
+        runs = tuple(
+            RunSpec("deep", task, DEPTH_CONTEXT, seed, lr, depth=depth)
+            for task in DEPTH_DEGREES
+            for seed in range(5)
+        )
+        out.append(Cohort(f"deep{depth}", runs, batch_size=128, warmup=100, clip_grad=1.0))
+    return out
+
+
+#: Every study, by name: its cohorts.
+STUDIES = {"glu": _glu_cohorts(), "depth": _depth_cohorts()}
+
+
+def cohorts(study: str) -> list[Cohort]:
+    """The cohorts of ``study`` (a key of :data:`STUDIES`)."""
+    if study not in STUDIES:
+        raise ValueError(f"study must be one of {tuple(STUDIES)}, got {study!r}")
+    return STUDIES[study]
+
+
+def make_sampler(run: RunSpec, context_len: int | None = None):
+    """``sample_prompts(rng, batch_size)`` of ``run``'s task (at ``context_len`` if given)."""
+    n = run.context_len if context_len is None else context_len
+    if run.model == "block":
+        if n == 0:
+            return lambda rng, b: sample_quadratic_prompts(
+                b, int(rng.choice(GLU_MIX)), GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR
+            )
+        return lambda rng, b: sample_quadratic_prompts(
+            b, n, GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR
+        )
+    degree = DEPTH_DEGREES[run.task]
+    return lambda rng, b: sample_polynomial_prompts(
+        b, n, DEPTH_DIM, degree, rng=rng, noise_var=DEPTH_NOISE_VAR, basis="legendre"
+    )
+
+
+def build_model(run: RunSpec) -> torch.nn.Module:
+    """The untrained model of ``run``."""
+    if run.model == "block":
+        gen = torch.Generator().manual_seed(run.seed)
+        block = TransformerBlock(GLU_DIM, run.n_scratch, run.hidden, init_scale=0.25, generator=gen)
+        if run.init == "construction":
+            _load_construction(block)
+        return block
+    gen = torch.Generator().manual_seed(1000 * run.depth + run.seed)
+    return DeepTransformer(
+        DEPTH_DIM,
+        DEPTH_WIDTH,
+        run.depth,
+        hidden_dim=2 * DEPTH_WIDTH,
+        label_norm=True,
+        output_bound=5.0,
+        generator=gen,
+    )
+
+
+@torch.no_grad()
+def _load_construction(block: TransformerBlock) -> None:
+    """Overwrite ``block``'s weights with the whitened one-step construction (η = 1), zero-padded."""
+    w = glu_lsa_block_weights(GLU_DIM, 1.0, features="hermite")
+    h, big_d = w.w1.shape
+    if block.n_scratch < big_d - GLU_DIM - 2 or block.glu.hidden_dim < h:
+        raise ValueError("the block is too narrow for the construction")
+    # the construction's token is [x; 1; scratch (10); y]: its y slot moves to the block's last slot
+    cols = [*range(big_d - 1), block.embed_dim - 1]
+    for p in block.parameters():
+        p.zero_()
+    idx = torch.tensor(cols)
+    block.glu.w1[:h, idx] = torch.from_numpy(w.w1)
+    block.glu.w2[:h, idx] = torch.from_numpy(w.w2)
+    block.glu.w3[idx, :h] = torch.from_numpy(w.w3)
+    block.w_kq[idx[:, None], idx] = torch.from_numpy(w.w_kq)
+    block.w_pv[idx[:, None], idx] = torch.from_numpy(w.w_pv)
+
+
+def validation_prompts(cohort: Cohort, run: RunSpec) -> Prompts:
+    """The fixed validation set of ``run``'s task (shared by the runs of one task and N)."""
+    key = zlib.crc32(f"{run.model}/{run.task}/{run.context_len}".encode())
+    rng = np.random.default_rng([cohort.val_seed, key])
+    return make_sampler(run)(rng, cohort.val_size)
+
+
+def members(cohort: Cohort) -> list[Member]:
+    """The :class:`~icl_book.train.Member` of every run of ``cohort``."""
+    return [
+        Member(r.name, build_model(r), make_sampler(r), r.data_seed, r.lr, cohort.warmup)
+        for r in cohort.runs
+    ]
+
+
+@dataclass
+class StudyRun:
+    """One trained run of a shipped study: its spec, weights (a model), protocol record and CPU time."""
+
+    spec: RunSpec
+    model: torch.nn.Module
+    record: ConvergenceRecord
+    cpu_seconds: float
+    losses: np.ndarray
+
+
+def study_path(study: str) -> Path:
+    """The shipped file of ``study``."""
+    cohorts(study)
+    return DATA_DIR / f"study_{study}.npz"
+
+
+def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
+    """The arrays a trained cohort contributes to its study's file."""
+    out = {}
+    for i, run in enumerate(cohort.runs):
+        key = run.name
+        for name, value in trainer.model(i).state_dict().items():
+            out[f"{key}/param/{name}"] = value.detach().cpu().numpy()
+        out[f"{key}/record"] = np.array(json.dumps(vars(records[key])))
+        out[f"{key}/spec"] = np.array(json.dumps(asdict(run)))
+        out[f"{key}/cpu_seconds"] = np.array(trainer.cpu_seconds[i])
+        # the training loss, averaged over blocks of 50 steps (the curve a reader looks at)
+        loss = np.asarray(trainer.losses[i])
+        k = len(loss) // 50
+        out[f"{key}/losses"] = loss[: 50 * k].reshape(k, 50).mean(1)
+    return out
+
+
+def load_study(study: str, *, path: str | Path | None = None) -> dict[str, StudyRun]:
+    """The trained runs of a shipped study, by run name (models in float64, eval mode)."""
+    path = study_path(study) if path is None else Path(path)
+    if not path.exists():
+        raise ValueError(
+            f"path must be an existing .npz written by booktools.train_study, got {path}"
+        )
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    out = {}
+    for key in sorted(k[: -len("/spec")] for k in arrays if k.endswith("/spec")):
+        spec = RunSpec(**json.loads(str(arrays[f"{key}/spec"])))
+        model = build_model(spec)
+        prefix = f"{key}/param/"
+        model.load_state_dict(
+            {
+                k[len(prefix) :]: torch.from_numpy(v)
+                for k, v in arrays.items()
+                if k.startswith(prefix)
+            }
+        )
+        model.eval()
+        record = ConvergenceRecord(**json.loads(str(arrays[f"{key}/record"])))
+        out[key] = StudyRun(
+            spec, model, record, float(arrays[f"{key}/cpu_seconds"]), arrays[f"{key}/losses"]
+        )
+    return out

@@ -1,0 +1,201 @@
+"""The batched trainer and the convergence protocol of :mod:`icl_book.train` (chapters 5-6's studies).
+
+What is tested: a batched run equals each member trained alone (Adam, schedule, clipping, its own data
+and learning rate); the protocol flags a run that cannot converge within its bound and stops one that has
+converged; a run stopped and resumed from its checkpoint is bitwise the uninterrupted run (same machine,
+same thread count: that is where bitwise is true); bad arguments name themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from icl_book import studies
+from icl_book.attention import (
+    TransformerBlock,
+    glu_lsa_block_predict,
+    glu_lsa_block_weights,
+)
+from icl_book.tasks import sample_linear_prompts, sample_quadratic_prompts
+from icl_book.train import (
+    BatchedTrainer,
+    Member,
+    check_steps,
+    converged_at,
+    train_in_context,
+    train_to_convergence,
+)
+
+from .test_train import Constant, LinearReadout
+
+
+def quadratic(n):
+    return lambda rng, b: sample_quadratic_prompts(b, n, 3, rng=rng, noise_var=0.1)
+
+
+def block(seed):
+    return TransformerBlock(3, 6, 6, init_scale=0.25, generator=torch.Generator().manual_seed(seed))
+
+
+def block_members():
+    # three members: two context lengths (two shape groups), three learning rates
+    return [
+        Member(f"m{s}", block(s), quadratic(12 if s < 2 else 20), 10 + s, 0.01 * (s + 1), 5)
+        for s in range(3)
+    ]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2])
+def test_batched_training_equals_training_each_member_alone(chunk_size):
+    torch.set_num_threads(1)
+    trainer = BatchedTrainer(block_members(), batch_size=16, clip_grad=0.5, chunk_size=chunk_size)
+    for _ in range(40):
+        trainer.step()
+    for i, m in enumerate(block_members()):
+        alone = train_in_context(
+            m.model,
+            m.sample_prompts,
+            steps=40,
+            lr=m.lr,
+            seed=m.seed,
+            batch_size=16,
+            clip_grad=0.5,
+            schedule="rsqrt",
+            warmup=m.warmup,
+        )
+        np.testing.assert_allclose(trainer.losses[i], alone.losses, rtol=1e-10, atol=1e-12)
+        batched = trainer.model(i).state_dict()
+        for key, value in alone.model.state_dict().items():
+            torch.testing.assert_close(batched[key], value, rtol=1e-10, atol=1e-12)
+    # the members really differ (each has its own data, weights and learning rate)
+    assert trainer.losses[0] != trainer.losses[1]
+
+
+def test_only_active_members_move():
+    trainer = BatchedTrainer(block_members(), batch_size=8)
+    before = {k: v.clone() for k, v in trainer.params.items()}
+    trainer.step([1])
+    for value, old in zip(trainer.params.values(), before.values(), strict=True):
+        assert torch.equal(value[0], old[0]) and torch.equal(value[2], old[2])
+        assert not torch.equal(value[1], old[1]) or old[1].abs().sum() == 0
+    assert list(trainer.steps) == [0, 1, 0]
+
+
+def linear_members(lr):
+    sampler = lambda rng, b: sample_linear_prompts(b, 8, 3, rng=rng, noise_var=0.1)  # noqa: E731
+    model = LinearReadout(3, generator=torch.Generator().manual_seed(0))
+    return [Member("linear", model, sampler, 1, lr)], sampler
+
+
+def test_a_run_that_cannot_converge_within_its_bound_is_flagged():
+    members, sampler = linear_members(1e-3)  # far too small a step to settle in 40 steps
+    val = sampler(np.random.default_rng(5), 20_000)
+    rec = train_to_convergence(
+        BatchedTrainer(members, batch_size=32), {"linear": val}, first_check=10, max_steps=40
+    )["linear"]
+    assert rec.eval_steps == [10, 20, 40]
+    assert rec.finished and not rec.converged
+    assert abs(rec.val_mse[-1] - rec.val_mse[-2]) >= rec.val_se[-1]
+
+
+def test_a_run_that_has_converged_stops_at_its_checkpoint():
+    sampler = linear_members(1e-3)[1]
+    members = [Member("constant", Constant(), sampler, 1, 0.1)]
+    val = sampler(np.random.default_rng(5), 500)
+    trainer = BatchedTrainer(members, batch_size=8)
+    rec = train_to_convergence(trainer, {"constant": val}, first_check=10, max_steps=80)
+    assert rec["constant"].converged and rec["constant"].eval_steps == [10, 20]
+    assert trainer.steps[0] == 20
+
+
+def test_resumed_run_is_bitwise_the_uninterrupted_run(tmp_path):
+    torch.set_num_threads(1)
+    val = {f"m{s}": quadratic(12 if s < 2 else 20)(np.random.default_rng(9), 300) for s in range(3)}
+    whole = BatchedTrainer(block_members(), batch_size=16, clip_grad=0.5)
+    rec_whole = train_to_convergence(whole, val, first_check=8, max_steps=32)
+
+    class Interrupted(BatchedTrainer):
+        def step(self, active=None):
+            if self.steps.max() == 13:
+                raise KeyboardInterrupt
+            return super().step(active)
+
+    path = str(tmp_path / "ck.pt")
+    first = Interrupted(block_members(), batch_size=16, clip_grad=0.5)
+    with pytest.raises(KeyboardInterrupt):
+        train_to_convergence(
+            first, val, first_check=8, max_steps=32, checkpoint=path, save_every_s=0
+        )
+    resumed = BatchedTrainer(block_members(), batch_size=16, clip_grad=0.5)
+    rec = train_to_convergence(resumed, val, first_check=8, max_steps=32, checkpoint=path)
+    for key, value in whole.params.items():
+        assert torch.equal(value, resumed.params[key]), key
+    assert {k: vars(v) for k, v in rec.items()} == {k: vars(v) for k, v in rec_whole.items()}
+
+
+def test_convergence_rule_and_checkpoints():
+    assert converged_at([1.0, 0.95], [0.1, 0.06])
+    assert not converged_at([1.0, 0.9], [0.1, 0.06])
+    assert not converged_at([1.0], [0.1])
+    assert check_steps(500, 4000) == [500, 1000, 2000, 4000]
+    with pytest.raises(ValueError, match="max_steps must be first_check times a power of two"):
+        check_steps(500, 3000)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(TypeError, match="members must be a non-empty sequence"):
+        BatchedTrainer([], batch_size=4)
+    m = block_members()
+    with pytest.raises(ValueError, match="distinct names"):
+        BatchedTrainer([m[0], m[0]], batch_size=4)
+    other = Member("wide", TransformerBlock(3, 7, 6, init_scale=0.0), quadratic(5), 0, 0.1)
+    with pytest.raises(ValueError, match="parameter shapes"):
+        BatchedTrainer([m[0], other], batch_size=4)
+    with pytest.raises(ValueError, match="schedule must be"):
+        BatchedTrainer(m, batch_size=4, schedule="cosine")
+    with pytest.raises(ValueError, match="batch_size"):
+        BatchedTrainer(m, batch_size=0)
+    with pytest.raises(ValueError, match="lr"):
+        BatchedTrainer([Member("a", block(0), quadratic(5), 0, -1.0)], batch_size=4)
+    with pytest.raises(ValueError, match="no validation set for members"):
+        train_to_convergence(BatchedTrainer(m, batch_size=4), {}, first_check=2, max_steps=4)
+
+
+def test_fast_block_forward_equals_running_the_block_on_every_token():
+    blk = block(3)
+    q = quadratic(15)(np.random.default_rng(0), 40)
+    tokens = [torch.as_tensor(a) for a in q[:3]]
+    full = -blk.forward_tokens(blk.embed(*tokens))[:, -1, -1]
+    torch.testing.assert_close(blk(*tokens), full, rtol=1e-12, atol=1e-12)
+
+
+def test_study_runs_started_at_the_construction_are_the_construction():
+    cohort = next(c for c in studies.cohorts("glu") if c.name == "block10")
+    run = next(r for r in cohort.runs if r.init == "construction")
+    q = studies.make_sampler(run, 30)(np.random.default_rng(1), 50)
+    pred = studies.build_model(run)(*(torch.as_tensor(a) for a in q[:3])).detach().numpy()
+    exact = glu_lsa_block_predict(*q[:3], glu_lsa_block_weights(4, 1.0, features="hermite"))
+    np.testing.assert_allclose(pred, exact, rtol=1e-10, atol=1e-12)
+
+
+def test_study_names_seeds_and_validation_sets():
+    for name in studies.STUDIES:
+        runs = [r for c in studies.cohorts(name) for r in c.runs]
+        assert len({r.name for r in runs}) == len(runs)
+        assert len({r.data_seed for r in runs}) == len(runs)
+        for cohort in studies.cohorts(name):
+            assert cohort.max_steps in check_steps(cohort.first_check, cohort.max_steps)
+            # at least five seeds of every random-init configuration
+            configs = {}
+            for r in cohort.runs:
+                if r.init == "random":
+                    configs.setdefault(r.name.rsplit("/", 1)[0], set()).add(r.seed)
+            assert all(len(s) >= 5 for s in configs.values())
+    cohort = studies.cohorts("glu")[0]
+    run = cohort.runs[0]
+    a, b = (studies.validation_prompts(cohort, run) for _ in range(2))
+    np.testing.assert_array_equal(a.xs, b.xs)
+    with pytest.raises(ValueError, match="study must be one of"):
+        studies.cohorts("nope")
