@@ -12,9 +12,12 @@ own learning rate.
   N ∈ {25, 50, 100, 200, 400} and on a mix of N ∈ {25, 50, 100, 200} (drawn afresh for every batch),
   five seeds each; two more learning rates at N = 100 (width 16 + 16); and 10 + 10 blocks started at the
   exact construction (one whitened kernel-GD step) instead of random weights.
+  Also trained LSA layers (quadratic and mixed linear-plus-quadratic targets) and 16 + 16 blocks on the
+  mixed targets, five seeds each, at N = 100.
 - ``"depth"`` (chapter 6): free deep stacks (d = 3, width 9, 18 hidden units per block, label
   normalisation and a saturating readout) of depth 1, 2, 4 and 8 on quadratic and cubic Legendre
-  targets (N = 50, σ² = 0.01), five seeds each.
+  targets (N = 50, σ² = 0.01), five seeds each; and at d = 5 (width 11) depths 1, 2 and 4 on
+  quadratics.
 
 Training a study takes hours of CPU (``python -m booktools.train_study NAME``, resumable: it saves a
 checkpoint as it goes); the results ship as package data (``icl_book/data/study_<name>.npz``) and
@@ -33,7 +36,13 @@ import torch
 
 from .attention.deep import DeepTransformer
 from .attention.glu import TransformerBlock, glu_lsa_block_weights
-from .tasks import Prompts, sample_polynomial_prompts, sample_quadratic_prompts
+from .attention.lsa import LinearSelfAttention
+from .tasks import (
+    Prompts,
+    sample_mixed_prompts,
+    sample_polynomial_prompts,
+    sample_quadratic_prompts,
+)
 from .train import ConvergenceRecord, Member
 
 __all__ = [
@@ -82,13 +91,24 @@ class RunSpec:
     hidden: int = 0
     depth: int = 1
     init: str = "random"
+    dim: int = 0
+    width: int = 0
+
+    @property
+    def input_dim(self) -> int:
+        """``d``: ``dim``, or the chapter's default (4 for chapter 5's models, 3 for chapter 6's)."""
+        return self.dim or (DEPTH_DIM if self.model == "deep" else GLU_DIM)
 
     @property
     def name(self) -> str:
         if self.model == "block":
             arch = f"block{self.n_scratch}+{self.hidden}"
+        elif self.model == "lsa":
+            arch = "lsa"
         else:
             arch = f"deep{self.depth}"
+            if self.input_dim != DEPTH_DIM:
+                arch += f"-d{self.input_dim}"
         n = "mix" if self.context_len == 0 else f"N{self.context_len}"
         return f"{arch}/{self.task}/{n}/lr{self.lr:g}/{self.init}/seed{self.seed}"
 
@@ -147,6 +167,13 @@ def _depth_cohorts() -> list[Cohort]:
             for seed in range(5)
         )
         out.append(Cohort(f"deep{depth}", runs, batch_size=128, warmup=100, clip_grad=1.0))
+    for depth in (1, 2, 4):
+        lr = 5e-3 * min(1.0, 4 / depth)
+        runs = tuple(
+            RunSpec("deep", "quadratic", DEPTH_CONTEXT, seed, lr, depth=depth, dim=5, width=11)
+            for seed in range(5)
+        )
+        out.append(Cohort(f"deep{depth}-d5", runs, batch_size=128, warmup=100, clip_grad=1.0))
     return out
 
 
@@ -164,7 +191,9 @@ def cohorts(study: str) -> list[Cohort]:
 def make_sampler(run: RunSpec, context_len: int | None = None):
     """``sample_prompts(rng, batch_size)`` of ``run``'s task (at ``context_len`` if given)."""
     n = run.context_len if context_len is None else context_len
-    if run.model == "block":
+    if run.task == "mixed":
+        return lambda rng, b: sample_mixed_prompts(b, n, GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR)
+    if run.model in ("block", "lsa"):
         if n == 0:
             return lambda rng, b: sample_quadratic_prompts(
                 b, int(rng.choice(GLU_MIX)), GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR
@@ -173,13 +202,17 @@ def make_sampler(run: RunSpec, context_len: int | None = None):
             b, n, GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR
         )
     degree = DEPTH_DEGREES[run.task]
+    dim = run.input_dim
     return lambda rng, b: sample_polynomial_prompts(
-        b, n, DEPTH_DIM, degree, rng=rng, noise_var=DEPTH_NOISE_VAR, basis="legendre"
+        b, n, dim, degree, rng=rng, noise_var=DEPTH_NOISE_VAR, basis="legendre"
     )
 
 
 def build_model(run: RunSpec) -> torch.nn.Module:
     """The untrained model of ``run``."""
+    if run.model == "lsa":
+        gen = torch.Generator().manual_seed(run.seed)
+        return LinearSelfAttention(GLU_DIM, init_scale=0.1, generator=gen)
     if run.model == "block":
         gen = torch.Generator().manual_seed(run.seed)
         block = TransformerBlock(GLU_DIM, run.n_scratch, run.hidden, init_scale=0.25, generator=gen)
@@ -187,11 +220,12 @@ def build_model(run: RunSpec) -> torch.nn.Module:
             _load_construction(block)
         return block
     gen = torch.Generator().manual_seed(1000 * run.depth + run.seed)
+    width = run.width or DEPTH_WIDTH
     return DeepTransformer(
-        DEPTH_DIM,
-        DEPTH_WIDTH,
+        run.input_dim,
+        width,
         run.depth,
-        hidden_dim=2 * DEPTH_WIDTH,
+        hidden_dim=2 * width,
         label_norm=True,
         output_bound=5.0,
         generator=gen,
