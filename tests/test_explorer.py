@@ -477,3 +477,188 @@ def test_the_explorer_fits_a_phone(site):
         assert width <= 390
         names = loaded.page.evaluate("() => iclTheory.teachers.map((t) => t.name)")
         assert names == [t["name"] for t in explorer_data.teacher_table()]
+
+
+# --- every closed form the explorer displays, in Node (no browser) -----------------------------------
+
+NODE_JS = r"""
+const fs = require("fs"), vm = require("vm");
+const ctx = {console}; ctx.window = ctx; ctx.globalThis = ctx; vm.createContext(ctx);
+for (const f of process.argv.slice(1)) vm.runInContext(fs.readFileSync(f, "utf8"), ctx, {filename: f});
+const T = ctx.iclTheory, C = T.closedForms;
+const points = JSON.parse(fs.readFileSync(0, "utf8"));
+const enc = (v) => (Number.isFinite(v) ? v : String(v));
+const out = points.map((p) => {
+  const tau = p.tau === null ? Infinity : p.tau, kappa = p.kappa === null ? Infinity : p.kappa;
+  const t = T.teachers.find((r) => r.name === p.teacher);
+  const e = T.equivalentLinearTask(p.teacher, p.rho);
+  return {
+    icl: enc(T.iclError(p.alpha, tau, kappa, p.rho, p.ridge)),
+    idg: enc(T.idgError(p.alpha, tau, kappa, p.rho)),
+    nl_icl: enc(T.nonlinearIclError(p.teacher, p.alpha, tau, kappa, p.rho, 0)),
+    nl_idg: enc(T.nonlinearIdgError(p.teacher, p.alpha, tau, kappa, p.rho)),
+    no_learning: enc(C.noLearning.value(t.second_moment, p.rho, tau)),
+    rho_eff: C.rhoEff.value(t.second_moment, t.mu1_squared, p.rho), mu1: e.mu1, rho_eff_task: e.rhoEff,
+    gap_limit: C.gapLimit.value(kappa),
+  };
+});
+process.stdout.write(JSON.stringify({out, texts: Object.fromEntries(Object.entries(C).map(([k, v]) => [k, v.text]))}));
+"""
+EXPLORER = ROOT / "_extra" / "explorer"
+# The package takes the μ_1 → 0 limit by a two-point extrapolation: ~1e-10 relative at κ = ∞, up to
+# 2e-5 at α = 100, κ = 0.1 (the O(μ_1⁴) term grows like α/κ); the formula it replaced was off by 2-90 %.
+NO_LEARNING_TOL = 1e-4
+
+
+def run_node(points: list[dict], theory_js: Path = EXPLORER / "iclTheory.js") -> dict:
+    """Evaluate the explorer's theory (``iclTheoryData.js`` + ``iclTheory.js``) at ``points`` in Node."""
+    import json
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail(
+            "node is not installed (apt-get install nodejs): the explorer's formulas go untested"
+        )
+    done = subprocess.run(
+        [node, "-e", NODE_JS, str(EXPLORER / "iclTheoryData.js"), str(theory_js)],
+        input=json.dumps(_jsonable(points)), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def _zero_mu1_points(rng, n: int = 260) -> list[dict]:
+    """Random points on both sides of τ = 1 (and τ = 1, τ = ∞), κ finite and ∞, the μ_1 = 0 teachers."""
+    out = []
+    for i in range(n):
+        below = i % 2 == 0
+        tau = (
+            float(10 ** rng.uniform(-1.5, -0.005)) if below else float(10 ** rng.uniform(0.005, 2))
+        )
+        if i % 26 == 1:
+            tau = 1.0
+        elif i % 40 == 3:
+            tau = math.inf
+        kappa = math.inf if i % 3 == 0 else float(10 ** rng.uniform(-1.3, 1.7))
+        out.append(
+            {"teacher": "abs" if i % 4 < 2 else "square", "alpha": float(10 ** rng.uniform(-1, 2)),
+             "tau": tau, "kappa": kappa, "rho": float(rng.uniform(0, 1)) if i % 5 else 0.0,
+             "ridge": 0.0 if i % 3 == 0 else float(10 ** rng.uniform(-3, 1))}
+        )  # fmt: skip
+    return out
+
+
+def _close(a, b, rel) -> bool:
+    a, b = float(a), float(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= rel * max(abs(b), 1e-300)
+
+
+def closed_form_disagreements(points, got) -> list[str]:
+    """Every displayed closed form against ``icl_book.theory`` (the μ_1 = 0 limit to ``NO_LEARNING_TOL``)."""
+    from icl_book import hermite
+
+    bad = []
+    for p, js in zip(points, got["out"], strict=True):
+        a = (p["alpha"], p["tau"], p["kappa"], p["rho"])
+        link = hermite.LINKS[p["teacher"]]
+        mu1, rho_eff = theory.equivalent_linear_task(link, p["rho"])
+        want = {
+            "icl": theory.icl_error(*a, p["ridge"]),
+            "idg": theory.idg_error(*a),
+            "nl_icl": theory.nonlinear_icl_error(link, *a),
+            "nl_idg": theory.nonlinear_idg_error(link, *a),
+            "rho_eff": rho_eff,
+            "rho_eff_task": rho_eff,
+            "mu1": mu1,
+        }
+        for key, value in want.items():
+            tol = 1e-12 if key in ("rho_eff", "rho_eff_task", "mu1") else REL_TOL
+            if key == "mu1":
+                ok = abs(js[key] - value) <= 1e-15
+            else:
+                ok = _close(js[key], value, tol)
+            if not ok:
+                bad.append(f"{key} at {p}: js {js[key]!r}, python {value!r}")
+        # the displayed μ_1 = 0 formula is the package's μ_1 → 0 limit, for e_ICL and e_IDG
+        for key in ("nl_icl", "nl_idg"):
+            if not _close(js["no_learning"], want[key], NO_LEARNING_TOL):
+                bad.append(
+                    f"no-learning formula vs {key} at {p}: {js['no_learning']!r}, {want[key]!r}"
+                )
+    return bad
+
+
+def test_every_closed_form_the_explorer_shows_agrees_with_icl_book_theory():
+    rng = np.random.default_rng(29)
+    points = _zero_mu1_points(rng)
+    below = sum(p["tau"] < 1 for p in points)
+    above = sum(1 < p["tau"] < math.inf for p in points)
+    assert below >= 100 and above >= 100, (below, above)
+    got = run_node(points)
+    bad = closed_form_disagreements(points, got)
+    assert bad == [], f"{len(bad)} disagreements, e.g. " + "; ".join(bad[:3])
+    # The texts the page shows are the formulas evaluated here ...
+    page = (ROOT / "chapters" / "explorer.md").read_text()
+    assert got["texts"]["noLearning"] in " ".join(page.split()), (
+        "explorer.md states another formula"
+    )
+    assert got["texts"]["gapLimit"] in " ".join(page.split())
+    assert "τ/|τ − 1|" not in page
+    script = (EXPLORER / "explorer.js").read_text()
+    assert "T.closedForms.noLearning.text" in script and "T.closedForms.rhoEff.text" in script
+
+
+def test_the_gap_limit_is_the_package_s_limit():
+    """1 − κ below κ = 1, 0 above: e_ICL − e_IDG at τ = ∞ and α = 1e6 (x* ~ 1e-6), κ away from 1."""
+    rng = np.random.default_rng(7)
+    kappas = np.concatenate([10 ** rng.uniform(-1.3, -0.1, 60), 10 ** rng.uniform(0.1, 1.7, 60)])
+    points = [{"teacher": "relu", "alpha": 1e6, "tau": math.inf, "kappa": float(k), "rho": 0.01,
+               "ridge": 0.0} for k in kappas]  # fmt: skip
+    got = run_node(points)
+    gaps = theory.icl_error(1e6, np.inf, kappas, 0.01) - theory.idg_error(1e6, np.inf, kappas, 0.01)
+    limits = np.array([o["gap_limit"] for o in got["out"]])
+    assert np.max(np.abs(gaps - limits)) < 1e-3
+
+
+def test_the_closed_form_check_fails_on_the_old_formula(tmp_path):
+    """The formula the page used to show, (E f² + ρ) τ/|τ − 1|, is caught below τ = 1."""
+    source = (EXPLORER / "iclTheory.js").read_text()
+    old = "return tau < 1 ? base / (1 - tau) :"
+    assert old in source
+    broken = tmp_path / "iclTheory.js"
+    broken.write_text(source.replace(old, "return tau < 1 ? base * tau / (1 - tau) :"))
+    points = _zero_mu1_points(np.random.default_rng(3), 30)
+    bad = closed_form_disagreements(points, run_node(points, broken))
+    assert any(b.startswith("no-learning") for b in bad)
+    # ... and only there: above τ = 1 the old and the right formula coincide.
+    wrong = {i for i, p in enumerate(points) if p["tau"] < 1}
+    assert len(wrong) >= 5
+    flagged = closed_form_disagreements(
+        [points[i] for i in wrong], run_node([points[i] for i in wrong], broken)
+    )
+    assert len([b for b in flagged if b.startswith("no-learning")]) == 2 * len(wrong)
+    right = [p for p in points if p["tau"] >= 1]
+    assert closed_form_disagreements(right, run_node(right, broken)) == []
+
+
+def test_the_page_s_statements_about_the_ridge_hold():
+    """explorer.md: any λ > 0 removes the divergence, not the peak (α = 1, ρ = 0.01, κ = ∞)."""
+    taus = np.concatenate([np.geomspace(0.1, 0.99, 80), [1.0], np.geomspace(1.01, 100, 80)])
+
+    def falls(alpha, ridge):
+        return bool(np.all(np.diff(theory.icl_error(alpha, taus, np.inf, 0.01, ridge)) < 0))
+
+    for ridge in (1e-4, 1e-3, 1e-2):
+        assert theory.icl_error(1.0, 1.0, np.inf, 0.01, ridge) > 2 * theory.icl_error(
+            1.0, 0.5, np.inf, 0.01, ridge
+        )
+    assert theory.icl_error(1.0, 1.0, np.inf, 0.01, 0.1) > theory.icl_error(
+        1.0, 0.5, np.inf, 0.01, 0.1
+    )
+    assert not falls(1.0, 0.5) and falls(1.0, 1.0) and falls(1.0, 10.0)
+    assert not falls(4.0, 0.01) and falls(4.0, 0.1)
+    page = " ".join((ROOT / "chapters" / "explorer.md").read_text().split())
+    assert "only from λ ≈ 1; at α = 4 a ridge of 0.1 suffices" in page

@@ -366,7 +366,9 @@
     cap2.textContent = `Phase diagram: ${what} over task diversity κ and context length α at τ = ${fmt(tau)}, ρ = ${fmt(rho)}` +
       (teacherName === "linear" ? "" : `, teacher ${teacherLabel()}`) +
       (divergent ? ": undefined at τ = 1 (move τ, or colour by e_ICL with λ > 0)." : `; colour from ${fmt(lo)} (dark) to ${fmt(hi)} (yellow).`) +
-      " The ring marks the sliders' (κ, α), on the right edge when κ = ∞. A gap near 1 − κ (κ < 1) is memorisation of the K pretraining tasks; a gap near 0 is task generalisation.";
+      " The ring marks the sliders' (κ, α), on the right edge when κ = ∞. As τ → ∞ and then α → ∞ the gap tends to " +
+      `${T.closedForms.gapLimit.text.split(" (")[0]}: memorisation of the K pretraining tasks below κ = 1, task generalisation above;` +
+      " at finite τ a label-noise term, growing with α/τ, adds to it below κ = 1.";
   }
 
   function teacherLabel() {
@@ -382,8 +384,9 @@
     const e = T.equivalentLinearTask(teacherName, state.rho);
     const t = DATA.teachers.find((r) => r.name === teacherName);
     teacherNote.textContent = `${t.label} looks to linear attention like the linear teacher ${fmt(e.mu1)}·(x·w) + ξ with Var ξ = ρ_eff = ${fmt(e.rhoEff)}` +
-      ` (ρ + E f² − μ₁², with μ₀ = ${fmt(Math.abs(t.mu0) < 1e-12 ? 0 : t.mu0)}, μ₁ = ${fmt(Math.abs(t.mu1) < 1e-12 ? 0 : t.mu1)}): its error is μ₁² e_lin(ρ_eff/μ₁², λ/μ₁²)` +
-      (Math.abs(t.mu1) < 1e-12 ? ". Here μ₁ = 0: nothing is learned, and the curve is the μ₁ → 0 limit (E f² + ρ) τ/|τ − 1|." : ".");
+      ` (${T.closedForms.rhoEff.text}, with μ₀ = ${fmt(Math.abs(t.mu0) < 1e-12 ? 0 : t.mu0)}, μ₁ = ${fmt(Math.abs(t.mu1) < 1e-12 ? 0 : t.mu1)}): its error is μ₁² e_lin(ρ_eff/μ₁², λ/μ₁²)` +
+      (Math.abs(t.mu1) < 1e-12 ? `. Here μ₁ = 0: nothing is learned, and the ridgeless curve is the μ₁ → 0 limit ${T.closedForms.noLearning.text}` +
+        ` (any α and κ), above the no-learning error E f² + ρ = ${fmt(t.second_moment + state.rho)} of predicting 0.` : ".");
   }
 
   // --- redraw ------------------------------------------------------------------------------------------

@@ -197,7 +197,7 @@
     if (rho === undefined) rho = 0;
     check("rho", rho, false);
     const t = teacher(name);
-    return { mu1: t.mu1, rhoEff: Math.max(rho + t.second_moment - t.mu1_squared, rho) };
+    return { mu1: t.mu1, rhoEff: closedForms.rhoEff.value(t.second_moment, t.mu1_squared, rho) };
   }
 
   function mapped(linear, mu1, rhoEff, ridge) {
@@ -230,8 +230,34 @@
     return mapped((r) => idgError(alpha, tau, kappa, r), e.mu1, e.rhoEff, 0);
   }
 
+  // --- closed forms the explorer displays (tests/test_explorer.py evaluates each against icl_book.theory) ---
+  // A teacher with mu1 = 0 (|z|, z^2): linear attention learns nothing; its ridgeless e_ICL and e_IDG (any
+  // alpha, kappa) are the mu1 -> 0 limit of the mapping, the no-learning error E f^2 + rho times the cost of
+  // pretraining on pure noise. The two branches differ: 1/(1 - tau) below the threshold, tau/(tau - 1) above.
+  const closedForms = {
+    noLearning: {
+      text: "(E f² + ρ)/(1 − τ) for τ < 1 and (E f² + ρ) τ/(τ − 1) for τ > 1",
+      value(secondMoment, rho, tau) {
+        check("second moment", secondMoment, false); check("rho", rho, false); check("tau", tau, true);
+        if (tau === 1) return Infinity;
+        const base = secondMoment + rho;
+        return tau < 1 ? base / (1 - tau) : (tau === Infinity ? base : base * tau / (tau - 1));
+      },
+    },
+    // The equivalent linear teacher's noise (the mapping of chapter 4).
+    rhoEff: {
+      text: "ρ_eff = ρ + E f² − μ₁²",
+      value(secondMoment, mu1Squared, rho) { return Math.max(rho + secondMoment - mu1Squared, rho); },
+    },
+    // The task-generalisation gap e_ICL - e_IDG as tau -> infinity, then alpha -> infinity (ridgeless).
+    gapLimit: {
+      text: "1 − κ for κ < 1 and 0 for κ ≥ 1 (as τ → ∞, then α → ∞)",
+      value(kappa) { check("kappa", kappa, true); return Math.max(0, 1 - kappa); },
+    },
+  };
+
   root.iclTheory = {
-    iclError, idgError, nonlinearIclError, nonlinearIdgError, equivalentLinearTask,
+    iclError, idgError, nonlinearIclError, nonlinearIdgError, equivalentLinearTask, closedForms,
     wishartStieltjes: (x, kappa) => mKappa(check("x", x, true), 1.0 / check("kappa", kappa === undefined ? Infinity : kappa, true)),
     ridgeEpsilon: (alpha, tau, kappa, rho, ridge) => ridgeEpsilon(alpha, tau, 1.0 / kappa, rho, ridge),
     get teachers() { return teacherTable(); },
