@@ -16,8 +16,10 @@ own learning rate.
   mixed targets, five seeds each, at N = 100.
 - ``"depth"`` (chapter 6): free deep stacks (d = 3, width 9, 18 hidden units per block, label
   normalisation and a saturating readout) of depth 1, 2, 4 and 8 on quadratic and cubic Legendre
-  targets (N = 50, σ² = 0.01), five seeds each; and at d = 5 (width 11) depths 1, 2 and 4 on
-  quadratics.
+  targets (N = 50, σ² = 0.01), five seeds each; at d = 5 (width 11) depths 1, 2 and 4 on
+  quadratics; and learned block-coordinate descent (:class:`~icl_book.attention.LearnedBCD`, the
+  construction's feature writers frozen, each block's preconditioner learned) at depths up to two
+  cycles, three data seeds each.
 
 Training a study takes hours of CPU (``python -m booktools.train_study NAME``, resumable: it saves a
 checkpoint as it goes); the results ship as package data (``icl_book/data/study_<name>.npz``) and
@@ -34,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .attention.deep import DeepTransformer
+from .attention.deep import DeepTransformer, LearnedBCD
 from .attention.glu import TransformerBlock, glu_lsa_block_weights
 from .attention.lsa import LinearSelfAttention
 from .tasks import (
@@ -97,7 +99,7 @@ class RunSpec:
     @property
     def input_dim(self) -> int:
         """``d``: ``dim``, or the chapter's default (4 for chapter 5's models, 3 for chapter 6's)."""
-        return self.dim or (DEPTH_DIM if self.model == "deep" else GLU_DIM)
+        return self.dim or (DEPTH_DIM if self.model in ("deep", "lbcd") else GLU_DIM)
 
     @property
     def name(self) -> str:
@@ -105,6 +107,8 @@ class RunSpec:
             arch = f"block{self.n_scratch}+{self.hidden}"
         elif self.model == "lsa":
             arch = "lsa"
+        elif self.model == "lbcd":
+            arch = f"lbcd{self.depth}"
         else:
             arch = f"deep{self.depth}"
             if self.input_dim != DEPTH_DIM:
@@ -174,6 +178,25 @@ def _depth_cohorts() -> list[Cohort]:
             for seed in range(5)
         )
         out.append(Cohort(f"deep{depth}-d5", runs, batch_size=128, warmup=100, clip_grad=1.0))
+    # learned block-coordinate descent: the construction's writers frozen, each block's Γ learned;
+    # every run starts at the construction (Γ = 0.5 I), so the seeds are the data's
+    for task, depths in (("quadratic", (1, 2, 3, 6)), ("cubic", (1, 2, 3, 5, 10))):
+        for depth in depths:
+            runs = tuple(
+                RunSpec("lbcd", task, DEPTH_CONTEXT, seed, 0.02, depth=depth, init="construction")
+                for seed in range(3)
+            )
+            out.append(
+                Cohort(
+                    f"lbcd{depth}-{task}",
+                    runs,
+                    batch_size=128,
+                    warmup=20,
+                    clip_grad=1.0,
+                    first_check=250,
+                    max_steps=8000,
+                )
+            )
     return out
 
 
@@ -219,6 +242,9 @@ def build_model(run: RunSpec) -> torch.nn.Module:
         if run.init == "construction":
             _load_construction(block)
         return block
+    if run.model == "lbcd":
+        degree = DEPTH_DEGREES[run.task]
+        return LearnedBCD(DEPTH_DIM, degree, DEPTH_WIDTH, run.depth, eta0=0.5, kind="legendre")
     gen = torch.Generator().manual_seed(1000 * run.depth + run.seed)
     width = run.width or DEPTH_WIDTH
     return DeepTransformer(

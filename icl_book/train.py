@@ -623,6 +623,10 @@ class BatchedTrainer:
         models = [m.model.to(device=self.device, dtype=dtype) for m in members]
         params, _ = stack_module_state(models)
         self.params = {k: v.detach().clone() for k, v in params.items()}
+        # frozen parameters (requires_grad False, e.g. LearnedBCD's feature writers) stay as they are
+        self.trainable = [k for k, p in models[0].named_parameters() if p.requires_grad]
+        if not self.trainable:
+            raise ValueError("members' models have no trainable parameters")
         self._base = _meta_copy(models[0])
         self.exp_avg = {k: torch.zeros_like(v) for k, v in self.params.items()}
         self.exp_avg_sq = {k: torch.zeros_like(v) for k, v in self.params.items()}
@@ -657,7 +661,9 @@ class BatchedTrainer:
                 dtype=self.dtype,
             )
             batches.setdefault(tuple(b[0].shape), []).append((i, b))
-        leaves = {k: v.requires_grad_(True) for k, v in self.params.items()}
+        leaves = dict(self.params)
+        for k in self.trainable:
+            leaves[k] = self.params[k].requires_grad_(True)
         total, losses = 0.0, {}
         for group in batches.values():
             for c in range(0, len(group), self.chunk_size):
@@ -666,9 +672,9 @@ class BatchedTrainer:
                 per = self._losses(leaves, idx, [b for _, b in chunk])
                 total = total + per.sum()
                 losses.update(zip(idx, per.detach().tolist(), strict=True))
-        grads = torch.autograd.grad(total, list(leaves.values()))
-        for v in self.params.values():
-            v.requires_grad_(False)
+        grads = torch.autograd.grad(total, [leaves[k] for k in self.trainable])
+        for k in self.trainable:
+            self.params[k].requires_grad_(False)
         values = np.array([losses[i] for i in active])
         bad = [
             self.members[i].name
@@ -677,7 +683,7 @@ class BatchedTrainer:
         ]
         if bad:
             raise TrainingDiverged(f"training loss became non-finite for members {bad}")
-        self._adam(active, dict(zip(self.params, grads, strict=True)))
+        self._adam(active, dict(zip(self.trainable, grads, strict=True)))
         for i, v in zip(active, values, strict=True):
             self.losses[i].append(float(v))
         self.cpu_seconds[active] += (time.process_time() - start) / len(active)
@@ -714,7 +720,8 @@ class BatchedTrainer:
         bc2_sqrt = np.sqrt(1 - beta2**step)
         step_size = torch.tensor(-lrs / bc1, dtype=self.dtype, device=self.device)
         bc2 = torch.tensor(bc2_sqrt, dtype=self.dtype, device=self.device)
-        for k, p in self.params.items():
+        for k in self.trainable:
+            p = self.params[k]
             shape = (-1, *[1] * (p.ndim - 1))
             m = self.exp_avg[k].index_select(0, sel).lerp_(g[k], 1 - beta1)
             v = (

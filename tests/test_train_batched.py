@@ -199,3 +199,30 @@ def test_study_names_seeds_and_validation_sets():
     np.testing.assert_array_equal(a.xs, b.xs)
     with pytest.raises(ValueError, match="study must be one of"):
         studies.cohorts("nope")
+
+
+def test_frozen_parameters_stay_frozen_and_match_training_alone():
+    """LearnedBCD's feature writers are frozen (requires_grad False): only its Γ's train."""
+    cohort = next(c for c in studies.cohorts("depth") if c.name == "lbcd2-quadratic")
+    run = cohort.runs[0]
+    trainer = BatchedTrainer(studies.members(cohort)[:1], batch_size=16, clip_grad=1.0)
+    frozen = {k: v.clone() for k, v in trainer.params.items() if k not in trainer.trainable}
+    assert frozen and all(k.startswith("gammas") for k in trainer.trainable)
+    for _ in range(30):
+        trainer.step()
+    for k, v in frozen.items():
+        assert torch.equal(trainer.params[k], v), k
+    alone = train_in_context(
+        studies.build_model(run),
+        studies.make_sampler(run),
+        steps=30,
+        lr=run.lr,
+        seed=run.data_seed,
+        batch_size=16,
+        clip_grad=1.0,
+        schedule="rsqrt",
+        warmup=cohort.warmup,
+    )
+    batched = trainer.model(0).state_dict()
+    for key, value in alone.model.state_dict().items():
+        torch.testing.assert_close(batched[key], value, rtol=1e-10, atol=1e-12)
