@@ -470,15 +470,11 @@ def block_coordinate_gd_predict(
     eta = positive_float("eta", eta)
     n_cycles = positive_int("n_cycles", n_cycles)
     phis, qs = _evaluate_blocks(feature_blocks, xs, x_query)
-    n = xs.shape[1]
-    r = ys.copy()
-    pred = np.zeros(xs.shape[0])
-    for _ in range(n_cycles):
-        for phi, q in zip(phis, qs, strict=True):
-            step = (eta / n) * np.einsum("bn,bnm->bm", r, phi)  # θ_b's increment, (B, m_b)
-            r = r - np.einsum("bnm,bm->bn", phi, step)
-            pred = pred + np.einsum("bm,bm->b", q, step)
-    return pred
+    # the residual updates of a deep stack's y slots, written once (imported here: it needs torch)
+    from .attention.layers import bcd_steps
+
+    steps = [(phi, q, eta * np.eye(phi.shape[-1])) for phi, q in zip(phis, qs, strict=True)]
+    return bcd_steps(ys.copy(), np.zeros(xs.shape[0]), steps * n_cycles)[1]
 
 
 def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:

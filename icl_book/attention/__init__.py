@@ -1,5 +1,7 @@
 """Attention layers and transformer blocks, with the exact weight constructions of the book.
 
+- :mod:`icl_book.attention.layers` -- the layers written once (embedding, LSA, GLU, readout,
+  block-coordinate steps): functions of row tokens and explicit weights, NumPy or torch.
 - :mod:`icl_book.attention.lsa` -- linear self-attention: the update, the one-step-GD construction
   and the trainable layer.
 - :mod:`icl_book.attention.glu` -- GLU feed-forward layers and the LSA+GLU block.

@@ -47,6 +47,7 @@ from ..features import (
     n_features,
     recurrence_coefficient,
 )
+from . import layers
 from .glu import (
     GLUFeedForward,
     GLULSABlockWeights,
@@ -736,15 +737,14 @@ class LearnedBCD(nn.Module):
                 f"{tuple(xs.shape)}, {tuple(ys.shape)}, {tuple(x_query.shape)}"
             )
         with torch.no_grad():
-            x_all = torch.cat([xs, x_query[:, None, :]], dim=1)
-            z = torch.cat(
-                [
-                    x_all,
-                    torch.ones_like(x_all[..., :1]),
-                    x_all.new_zeros((*x_all.shape[:2], self.width - self.dim - 1)),
-                ],
-                dim=-1,
-            )  # [x; 1; scratch; y = 0]: the GLUs never read y
+            # [x; 1; scratch; y = 0]: the GLUs never read y
+            z = layers.embed(
+                xs,
+                torch.zeros_like(ys),
+                x_query,
+                n_scratch=self.width - self.dim - 2,
+                constant=True,
+            )
             for b, glu in enumerate(self.writers):
                 z = glu(z)
                 out.append(z[..., s0 : s0 + self.n_features[b]].clone())
@@ -755,13 +755,9 @@ class LearnedBCD(nn.Module):
         feats = self.features(xs, ys, x_query)
         r = torch.as_tensor(ys, dtype=feats[0].dtype, device=feats[0].device)
         n = r.shape[1]
-        pred = r.new_zeros(r.shape[0])
-        for layer in range(self.depth):
-            phi = feats[layer % self.n_writers]
-            if phi.shape[-1] == 0:
-                continue
-            g = torch.einsum("bn,bnm->bm", r, phi[:, :n]) / n  # (1/N) Σ_j r_j φ(x_j)
-            gg = g @ self.gammas[layer]  # row form of Γᵀ g: (gᵀΓ)
-            r = r - torch.einsum("bm,bnm->bn", gg, phi[:, :n])
-            pred = pred + torch.einsum("bm,bm->b", gg, phi[:, n])
-        return pred
+        steps = (
+            (phi[:, :n], phi[:, n], self.gammas[layer])
+            for layer, phi in ((t, feats[t % self.n_writers]) for t in range(self.depth))
+            if phi.shape[-1] > 0  # a layer that only writes carriers does nothing
+        )
+        return layers.bcd_steps(r, r.new_zeros(r.shape[0]), steps)[1]

@@ -42,6 +42,7 @@ from .._validate import (
     positive_int,
 )
 from ..features import feature_map
+from . import layers
 from ._params import check_generator, initial_parameter
 from .lsa import lsa_query_readout, lsa_tokens, lsa_update
 
@@ -236,17 +237,12 @@ def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True)
     """Token matrices ``Z`` of a batch of prompts, shape ``(B, D, N+1)`` (tokens are columns).
 
     Column ``i < N`` is ``[x_i; 1; 0; y_i]``, the last column is ``[x_q; 1; 0; 0]`` (no ``1`` when
-    ``constant=False``).
+    ``constant=False``): the column view of :func:`icl_book.attention.layers.embed`.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    b, n, d = xs.shape
-    lay = glu_token_layout(d, n_scratch, constant=constant)
-    z = np.zeros((b, lay.embed_dim, n + 1))
-    z[:, lay.x, :n] = np.swapaxes(xs, 1, 2)
-    z[:, lay.x, n] = x_query
-    z[:, lay.const, :] = 1.0
-    z[:, -1, :n] = ys
-    return z
+    glu_token_layout(xs.shape[2], n_scratch, constant=constant)  # validates n_scratch
+    z = layers.embed(xs, ys, x_query, n_scratch=n_scratch, constant=constant)
+    return z.swapaxes(-1, -2)
 
 
 def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
@@ -266,9 +262,10 @@ def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
 def glu_update(z: np.ndarray, w1: np.ndarray, w2: np.ndarray, w3: np.ndarray) -> np.ndarray:
     """The bilinear GLU on every column token of ``z (B, D, N+1)``: ``z + W_3 [(W_1 z) ⊙ (W_2 z)]``.
 
-    The one NumPy implementation (torch: :class:`GLUFeedForward`); no validation, callers validate.
+    The column view of :func:`icl_book.attention.layers.glu` (the one implementation, which
+    :class:`GLUFeedForward` runs too); no validation, callers validate.
     """
-    return z + w3 @ ((w1 @ z) * (w2 @ z))
+    return layers.glu(z.swapaxes(-1, -2), w1, w2, w3).swapaxes(-1, -2)
 
 
 def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.ndarray:
@@ -351,7 +348,7 @@ class GLUFeedForward(nn.Module):
             raise ValueError(
                 f"e must have last dimension D = {self.embed_dim}, got shape {tuple(e.shape)}"
             )
-        return e + ((e @ self.w1.T) * (e @ self.w2.T)) @ self.w3.T
+        return layers.glu(e, self.w1, self.w2, self.w3)
 
     @torch.no_grad()
     def load_numpy(self, w1, w2, w3) -> GLUFeedForward:
@@ -452,16 +449,9 @@ class TransformerBlock(nn.Module):
             )
         if xs.shape[2] != self.dim:
             raise ValueError(f"xs must have d = {self.dim}, got {xs.shape[2]}")
-        b, n, d = xs.shape
-        x_all = torch.cat([xs, x_query[:, None, :]], dim=1)
-        y_all = torch.cat([ys, torch.zeros_like(ys[:, :1])], dim=1)
-        parts = [x_all]
-        if self.constant:
-            parts.append(torch.ones_like(x_all[..., :1]))
-        if scratch:
-            parts.append(x_all.new_zeros((b, n + 1, self.n_scratch)))
-        parts.append(y_all[..., None])
-        return torch.cat(parts, dim=-1)
+        return layers.embed(
+            xs, ys, x_query, n_scratch=self.n_scratch if scratch else 0, constant=self.constant
+        )
 
     def forward_tokens(self, z: torch.Tensor, n_queries: int = 1) -> torch.Tensor:
         """Apply the block to row tokens ``z (B, T, D)`` (the last ``n_queries`` are queries)."""

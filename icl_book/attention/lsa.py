@@ -38,6 +38,7 @@ from .._validate import (
     positive_int,
     square_matrix,
 )
+from . import layers
 from ._params import initial_parameter
 
 __all__ = [
@@ -105,21 +106,20 @@ def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
 def lsa_update(z: np.ndarray, w_kq: np.ndarray, w_pv: np.ndarray) -> np.ndarray:
     """The LSA update on column tokens ``z (B, D, N+1)``: ``z + (1/N) W^{PV} Z M Zᵀ W^{KQ} z``.
 
-    The one implementation of the update for NumPy tokens (chapters 2, 5 and 6 call it); the last
-    column is the query, which ``M = diag(I_N, 0)`` keeps out of the keys and values. No validation:
-    the public callers validate.
+    The column-token view of :func:`icl_book.attention.layers.lsa` (the one implementation of the layer,
+    which the torch modules run too); the last column is the query, which ``M = diag(I_N, 0)`` keeps out
+    of the keys and values. No validation: the public callers validate.
     """
-    n = z.shape[-1] - 1
-    ctx = z[..., :n]
-    cov = ctx @ np.swapaxes(ctx, -1, -2) / n  # (1/N) Z M Zᵀ, (B, D, D)
-    return z + (w_pv @ cov @ w_kq) @ z  # chained matmuls (a 4-operand einsum would loop naively)
+    return layers.lsa(z.swapaxes(-1, -2), w_kq, w_pv).swapaxes(-1, -2)
 
 
 def lsa_query_readout(ctx, z_query, w_kq, w_pv_y):
     """``(1/N) Σ_i (w_pv_y · z_i)(z_iᵀ W^{KQ} z_q)`` for torch row tokens: the query's label slot.
 
     ``ctx (B, N, D)`` are the context tokens, ``z_query (B, D)`` the query token and ``w_pv_y (D,)``
-    the label row of ``W^{PV}``: the LSA update of the query's label entry alone, in ``O(B N D)``.
+    the label row of ``W^{PV}``: the label entry of :func:`icl_book.attention.layers.lsa`'s update of the
+    query alone, evaluated in ``O(B N D)`` without forming ``C`` (:class:`LinearSelfAttention` uses it;
+    ``tests/test_lsa.py`` checks it against the layer).
     """
     scores = ctx @ (z_query @ w_kq.T)[:, :, None]  # (B, N, 1): z_iᵀ W^{KQ} z_q
     return ((ctx @ w_pv_y) * scores[..., 0]).mean(dim=1)
@@ -129,14 +129,11 @@ def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
     """Linear self-attention on torch row tokens ``z (B, T, D)``; the last ``n_queries`` are queries.
 
     ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
-    context tokens: the row form of :func:`lsa_update`.
+    context tokens: :func:`icl_book.attention.layers.lsa`, with its argument checked.
     """
-    n = z.shape[-2] - n_queries
-    if n < 1:
+    if z.shape[-2] - n_queries < 1:
         raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
-    ctx = z[..., :n, :]
-    cov = ctx.transpose(-1, -2) @ ctx / n  # (B, D, D)
-    return z + z @ (w_pv @ cov @ w_kq).transpose(-1, -2)
+    return layers.lsa(z, w_kq, w_pv, n_queries=n_queries)
 
 
 def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarray, np.ndarray]:
