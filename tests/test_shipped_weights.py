@@ -1,5 +1,5 @@
 """The shipped trained weights (chapter 5's layers and blocks, chapter 6's deep transformers): present,
-healthy on fresh prompts, and regenerated bitwise.
+healthy on fresh prompts, and regenerated to rounding (bitwise where the CPU runs the same kernels).
 
 "Catastrophic" is measured two ways on 10,000 fresh prompts per task: no prompt's squared error may exceed 100
 times that prompt's own label scale (its mean squared context label), and a model's worst prompt may not be
@@ -87,7 +87,7 @@ def test_regenerating_one_run_reproduces_the_shipped_file_bitwise():
         for key, value in fresh.items():
             if key.endswith("cpu_seconds"):
                 continue
-            assert np.array_equal(shipped[key], value), key
+            _assert_same_to_rounding(shipped[key], value, key)
     assert dataclasses.asdict(study_cfg) == dataclasses.asdict(load_pretrained("d3").config)
 
 
@@ -136,4 +136,39 @@ def test_retraining_one_chapter5_run_reproduces_the_shipped_weights_bitwise():
         for key, value in fresh.items():
             if key.endswith("cpu_seconds") or key == "runs":
                 continue
-            assert np.array_equal(shipped[key], value), key
+            _assert_same_to_rounding(shipped[key], value, key)
+
+
+# The shipped files were trained on one machine and are retrained here on any other, whose CPU may run
+# other SIMD kernels (torch's AVX-512/AVX2/default, NumPy's dispatched ufuncs, another OpenBLAS kernel):
+# the bits then differ, the numbers agree to rounding (issue 30). Measured for both runs above, shipped
+# file against a retraining with NumPy's X86_V3 and X86_V4 kernels, torch's AVX2/AVX-512 kernels and
+# OpenBLAS's Haswell kernel disabled (SSE4 level): at most 1.7e-15 of each array's largest entry after
+# 1200 float64 Adam steps (bitwise equal with only the AVX-512 kernels disabled). 1e-12 of the array's
+# scale leaves a factor ~600 for rounding that grows over training on other CPUs, and is ~1e10 below
+# what a changed setting, seed or step does to the weights. Integer arrays are compared exactly.
+ROUNDING = 1e-12
+
+
+def _assert_same_to_rounding(shipped, fresh, key):
+    shipped, fresh = np.asarray(shipped), np.asarray(fresh)
+    assert shipped.shape == fresh.shape and shipped.dtype == fresh.dtype, key
+    if shipped.dtype.kind != "f":
+        assert np.array_equal(shipped, fresh), key
+        return
+    scale = float(np.max(np.abs(shipped))) if shipped.size else 0.0
+    worst = float(np.max(np.abs(fresh - shipped))) if shipped.size else 0.0
+    assert worst <= ROUNDING * scale, (
+        f"{key}: max |fresh - shipped| = {worst:.3g} (scale {scale:.3g})"
+    )
+
+
+def test_the_rounding_comparison_refuses_a_changed_weight():
+    w = np.random.default_rng(0).standard_normal((9, 9))
+    _assert_same_to_rounding(w, w * (1 + 4e-16), "rounding")
+    changed = w.copy()
+    changed[3, 4] += 1e-9
+    with pytest.raises(AssertionError, match="max"):
+        _assert_same_to_rounding(w, changed, "changed")
+    with pytest.raises(AssertionError):
+        _assert_same_to_rounding(np.arange(3), np.arange(3) + 1, "steps")
