@@ -34,6 +34,7 @@ def _trainer(cohort) -> BatchedTrainer:
         batch_size=cohort.batch_size,
         schedule="rsqrt",
         clip_grad=cohort.clip_grad,
+        dtype=cohort.torch_dtype,
     )
 
 

@@ -81,7 +81,8 @@ class RunSpec:
     rows and ``hidden`` GLU units) or ``"deep"`` (a :class:`~icl_book.attention.DeepTransformer` of
     ``depth`` blocks). ``task`` is ``"quadratic"``, ``"cubic"`` or ``"mix"``; ``context_len`` is the
     training N (0 for the mix). ``init`` is ``"random"`` (weights drawn from ``seed``) or
-    ``"construction"`` (the exact one-step construction).
+    ``"construction"`` (the exact one-step construction). ``batch_size`` (0: the cohort's) is the
+    prompts per step.
     """
 
     model: str
@@ -95,6 +96,7 @@ class RunSpec:
     init: str = "random"
     dim: int = 0
     width: int = 0
+    batch_size: int = 0
 
     @property
     def input_dim(self) -> int:
@@ -135,6 +137,16 @@ class Cohort:
     max_steps: int = 32_000
     val_size: int = 5000
     val_seed: int = 777
+    dtype: str = "float64"
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+
+def _glu_batch(n: int) -> int:
+    """Prompts per step at context length ``n``: 256, fewer above N = 100 (25,600 tokens per step)."""
+    return 256 if n == 0 or n <= 100 else 256 * 100 // n
 
 
 def _glu_cohorts() -> list[Cohort]:
@@ -143,7 +155,16 @@ def _glu_cohorts() -> list[Cohort]:
         for n in (*GLU_CONTEXTS, 0):
             for seed in range(5):
                 runs.append(
-                    RunSpec("block", "quadratic", n, seed, 0.01, n_scratch=width, hidden=width)
+                    RunSpec(
+                        "block",
+                        "quadratic",
+                        n,
+                        seed,
+                        0.01,
+                        n_scratch=width,
+                        hidden=width,
+                        batch_size=_glu_batch(n),
+                    )
                 )
     for lr in (0.003, 0.03):
         for seed in range(5):
@@ -151,10 +172,22 @@ def _glu_cohorts() -> list[Cohort]:
     blocks16 = [r for r in runs if r.n_scratch == 16]
     blocks10 = [r for r in runs if r.n_scratch == 10]
     blocks10 += [
-        RunSpec("block", "quadratic", n, 0, 0.01, n_scratch=10, hidden=10, init="construction")
+        RunSpec(
+            "block",
+            "quadratic",
+            n,
+            0,
+            0.01,
+            n_scratch=10,
+            hidden=10,
+            init="construction",
+            batch_size=_glu_batch(n),
+        )
         for n in (*GLU_CONTEXTS, 0)
     ]
-    common = dict(batch_size=256, warmup=250, clip_grad=1.0)
+    # float32: the models are tiny and the validation error's standard error is ~1e-2 relative,
+    # far above float32 rounding; it trains twice as fast as float64
+    common = dict(batch_size=256, warmup=250, clip_grad=1.0, dtype="float32")
     return [
         Cohort("block16", tuple(blocks16), **common),
         Cohort("block10", tuple(blocks10), **common),
@@ -163,6 +196,7 @@ def _glu_cohorts() -> list[Cohort]:
 
 def _depth_cohorts() -> list[Cohort]:
     out = []
+    deep = dict(batch_size=128, warmup=100, clip_grad=1.0, dtype="float32")
     for depth in (1, 2, 4, 8):
         lr = 5e-3 * min(1.0, 4 / depth)
         runs = tuple(
@@ -170,14 +204,14 @@ def _depth_cohorts() -> list[Cohort]:
             for task in DEPTH_DEGREES
             for seed in range(5)
         )
-        out.append(Cohort(f"deep{depth}", runs, batch_size=128, warmup=100, clip_grad=1.0))
+        out.append(Cohort(f"deep{depth}", runs, **deep))
     for depth in (1, 2, 4):
         lr = 5e-3 * min(1.0, 4 / depth)
         runs = tuple(
             RunSpec("deep", "quadratic", DEPTH_CONTEXT, seed, lr, depth=depth, dim=5, width=11)
             for seed in range(5)
         )
-        out.append(Cohort(f"deep{depth}-d5", runs, batch_size=128, warmup=100, clip_grad=1.0))
+        out.append(Cohort(f"deep{depth}-d5", runs, **deep))
     # learned block-coordinate descent: the construction's writers frozen, each block's Γ learned;
     # every run starts at the construction (Γ = 0.5 I), so the seeds are the data's
     for task, depths in (("quadratic", (1, 2, 3, 6)), ("cubic", (1, 2, 3, 5, 10))):
@@ -287,7 +321,15 @@ def validation_prompts(cohort: Cohort, run: RunSpec) -> Prompts:
 def members(cohort: Cohort) -> list[Member]:
     """The :class:`~icl_book.train.Member` of every run of ``cohort``."""
     return [
-        Member(r.name, build_model(r), make_sampler(r), r.data_seed, r.lr, cohort.warmup)
+        Member(
+            r.name,
+            build_model(r),
+            make_sampler(r),
+            r.data_seed,
+            r.lr,
+            cohort.warmup,
+            r.batch_size or None,
+        )
         for r in cohort.runs
     ]
 
@@ -323,6 +365,7 @@ def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
         loss = np.asarray(trainer.losses[i])
         k = len(loss) // 50
         out[f"{key}/losses"] = loss[: 50 * k].reshape(k, 50).mean(1)
+        out[f"{key}/dtype"] = np.array(cohort.dtype)
     return out
 
 

@@ -531,7 +531,9 @@ class Member:
     ``model`` holds the initial weights (every member of one trainer has the same architecture);
     ``sample_prompts(rng, batch_size) -> Prompts`` draws its training batches from
     ``np.random.default_rng(seed)`` and nothing else; ``lr`` is its peak learning rate and ``warmup``
-    its linear warm-up. ``name`` identifies it in results and checkpoints.
+    its linear warm-up; ``batch_size`` its prompts per step (the trainer's when ``None``: e.g. fewer
+    prompts for longer contexts, the same number of tokens). ``name`` identifies it in results and
+    checkpoints.
     """
 
     name: str
@@ -540,6 +542,7 @@ class Member:
     seed: int
     lr: float
     warmup: int = 0
+    batch_size: int | None = None
 
 
 class BatchedTrainer:
@@ -620,6 +623,8 @@ class BatchedTrainer:
             positive_float(f"member {m.name!r}: lr", m.lr)
             nonnegative_int(f"member {m.name!r}: warmup", m.warmup)
             nonnegative_int(f"member {m.name!r}: seed", m.seed)
+            if m.batch_size is not None:
+                positive_int(f"member {m.name!r}: batch_size", m.batch_size)
         models = [m.model.to(device=self.device, dtype=dtype) for m in members]
         params, _ = stack_module_state(models)
         self.params = {k: v.detach().clone() for k, v in params.items()}
@@ -655,8 +660,9 @@ class BatchedTrainer:
         start = time.process_time()
         batches = {}
         for i in active:
+            m = self.members[i]
             b = prompts_to_torch(
-                self.members[i].sample_prompts(self.rngs[i], self.batch_size),
+                m.sample_prompts(self.rngs[i], m.batch_size or self.batch_size),
                 device=self.device,
                 dtype=self.dtype,
             )
@@ -758,7 +764,7 @@ class BatchedTrainer:
             "exp_avg_sq": {k: v.clone() for k, v in self.exp_avg_sq.items()},
             "steps": self.steps.copy(),
             "rngs": [r.bit_generator.state for r in self.rngs],
-            "losses": [list(v) for v in self.losses],
+            "losses": [np.asarray(v, dtype=np.float32) for v in self.losses],
             "cpu_seconds": self.cpu_seconds.copy(),
         }
 
@@ -771,7 +777,7 @@ class BatchedTrainer:
         self.steps = np.asarray(state["steps"], dtype=np.int64).copy()
         for rng, s in zip(self.rngs, state["rngs"], strict=True):
             rng.bit_generator.state = s
-        self.losses = [list(v) for v in state["losses"]]
+        self.losses = [[float(x) for x in v] for v in state["losses"]]
         self.cpu_seconds = np.asarray(state["cpu_seconds"], dtype=np.float64).copy()
 
 
