@@ -37,6 +37,7 @@ __all__ = [
     "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
     *["fit_one_step_preconditioner", "preconditioned_feature_step_predict"],
+    "fit_mixed_preconditioner",
     "select_kernel_ridge",
     "RidgeChoice",
     "BayesPrediction",
@@ -557,16 +558,44 @@ def fit_one_step_preconditioner(
     numpy.ndarray
         ``Γ``, shape ``(p, p)``.
     """
-    g, phi_q = _feature_step_design(xs, ys, x_query, features)
-    y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
-    if y_query.shape != (g.shape[0],):
-        raise ValueError(f"y_query must have shape ({g.shape[0]},), got {y_query.shape}")
+    return fit_mixed_preconditioner([(xs, ys, x_query, y_query)], features, ridge=ridge)
+
+
+def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.ndarray:
+    """The one ``Γ`` that is best over several prompt batches at once, e.g. a mix of context lengths.
+
+    :func:`fit_one_step_preconditioner` over the union of the batches: the yardstick for a block
+    trained with one set of weights on prompts whose ``N`` varies (it must serve every ``N`` with the
+    same ``Γ``, so it cannot take the per-``N`` best step).
+
+    Parameters
+    ----------
+    batches
+        A non-empty sequence of ``(xs, ys, x_query, y_query)`` (e.g. :class:`~icl_book.tasks.Prompts`);
+        the context length may differ between batches.
+    features, ridge
+        As in :func:`fit_one_step_preconditioner`.
+    """
+    batches = list(batches)
+    if not batches:
+        raise ValueError("batches must hold at least one prompt batch")
     ridge = nonnegative_float("ridge", ridge)
-    p = g.shape[1]
-    design = (g[:, :, None] * phi_q[:, None, :]).reshape(len(g), p * p)
+    designs, targets = [], []
+    for xs, ys, x_query, y_query in (tuple(b)[:4] for b in batches):
+        g, phi_q = _feature_step_design(xs, ys, x_query, features)
+        y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
+        if y_query.shape != (g.shape[0],):
+            raise ValueError(f"y_query must have shape ({g.shape[0]},), got {y_query.shape}")
+        if designs and g.shape[1] ** 2 != designs[0].shape[1]:
+            raise ValueError("features must give the same number of features on every batch")
+        designs.append((g[:, :, None] * phi_q[:, None, :]).reshape(len(g), -1))
+        targets.append(y_query)
+    design, target = np.concatenate(designs), np.concatenate(targets)
+    p2 = design.shape[1]
     normal = design.T @ design
-    normal += ridge * np.trace(normal) / (p * p) * np.eye(p * p)
-    return np.linalg.solve(normal, design.T @ y_query).reshape(p, p)
+    normal += ridge * np.trace(normal) / p2 * np.eye(p2)
+    p = int(round(np.sqrt(p2)))
+    return np.linalg.solve(normal, design.T @ target).reshape(p, p)
 
 
 class RidgeChoice(NamedTuple):

@@ -62,3 +62,32 @@ def test_bad_noise_var_is_named():
     q = prompts(2, 5, 0)
     with pytest.raises(ValueError, match="noise_var"):
         estimators.bayes_quadratic_predict(*q[:3], 0.0)
+
+
+def test_mixed_preconditioner_is_the_pooled_fit_and_no_better_than_per_n():
+    from icl_book.features import feature_map
+
+    def phi(x):
+        return feature_map(x, 2, kind="hermite")
+
+    short, long = prompts(3000, 10, 1), prompts(3000, 40, 2)
+    mixed = estimators.fit_mixed_preconditioner([short, long], phi)
+    # one batch: the same as the single-batch fit
+    np.testing.assert_allclose(
+        estimators.fit_mixed_preconditioner([short], phi),
+        estimators.fit_one_step_preconditioner(*short[:4], phi),
+    )
+    # on fresh prompts at each N, the per-N fit is at least as good as the pooled one
+    for n, train in ((10, short), (40, long)):
+        own = estimators.fit_one_step_preconditioner(*train[:4], phi)
+        test = prompts(4000, n, 100 + n)
+        err = {
+            k: np.mean(
+                (estimators.preconditioned_feature_step_predict(*test[:3], phi, g) - test.y_query)
+                ** 2
+            )
+            for k, g in (("own", own), ("mixed", mixed))
+        }
+        assert err["own"] <= err["mixed"] * 1.02, (n, err)
+    with pytest.raises(ValueError, match="batches must hold"):
+        estimators.fit_mixed_preconditioner([], phi)
