@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._blas import one_blas_thread
 from ._validate import (
     check_prompt_shapes,
     covariance,
@@ -49,6 +50,7 @@ def _solve_batched(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.linalg.solve(gram, rhs[..., None])[..., 0]
 
 
+@one_blas_thread
 def ols_predict(xs, ys, x_query) -> np.ndarray:
     """Least squares fitted on the context, evaluated at the query; shape ``(B,)``.
 
@@ -61,6 +63,7 @@ def ols_predict(xs, ys, x_query) -> np.ndarray:
     return np.einsum("bd,bd->b", x_query, w[..., 0])
 
 
+@one_blas_thread
 def ridge_predict(xs, ys, x_query, ridge: float) -> np.ndarray:
     """Ridge regression ``ŵ = argmin Σ_i (y_i − wᵀx_i)² + ridge·‖w‖²`` evaluated at the query; ``(B,)``.
 
@@ -76,6 +79,7 @@ def ridge_predict(xs, ys, x_query, ridge: float) -> np.ndarray:
     return np.einsum("bd,bd->b", x_query, w)
 
 
+@one_blas_thread
 def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 1.0) -> np.ndarray:
     """Posterior-mean prediction for ``w ~ N(0, prior_var·I)`` and Gaussian noise of variance ``noise_var``.
 
@@ -97,6 +101,7 @@ class BayesPrediction(NamedTuple):
     var: np.ndarray
 
 
+@one_blas_thread
 def bayes_quadratic_predict(xs, ys, x_query, noise_var: float) -> BayesPrediction:
     """The Bayes-optimal prediction for chapter 5's random quadratic targets, and its posterior variance.
 
@@ -140,6 +145,7 @@ def bayes_quadratic_predict(xs, ys, x_query, noise_var: float) -> BayesPredictio
     return BayesPrediction(mean, var)
 
 
+@one_blas_thread
 def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.ndarray:
     """Prediction after one (preconditioned) GD step from ``w = 0``; shape ``(B,)``.
 
@@ -296,6 +302,7 @@ def _kernel_values(kernel, x, xp) -> np.ndarray:
     return finite_values("kernel output", np.asarray(kernel(x, xp), dtype=np.float64))
 
 
+@one_blas_thread
 def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarray:
     """One GD step from ``f = 0`` on kernel regression: ``ŷ = (η/N) Σ_i y_i k(x_i, x_q)``; shape ``(B,)``.
 
@@ -321,6 +328,7 @@ def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarra
     return eta * np.einsum("bn,bn->b", ys, k[..., 0]) / xs.shape[1]
 
 
+@one_blas_thread
 def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     """Kernel ridge regression fitted on the context: ``ŷ = k(x_q, X) (K + ridge·I)^{-1} y``; ``(B,)``.
 
@@ -438,6 +446,7 @@ def _evaluate_blocks(feature_blocks, xs, x_query):
     return phis, qs
 
 
+@one_blas_thread
 def block_coordinate_gd_predict(
     xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1
 ) -> np.ndarray:
@@ -478,6 +487,7 @@ def block_coordinate_gd_predict(
     return bcd_steps(ys.copy(), np.zeros(xs.shape[0]), steps * n_cycles)[1]
 
 
+@one_blas_thread
 def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
     """Least squares in the feature space of ``feature_blocks``, evaluated at the query; shape ``(B,)``.
 
@@ -499,6 +509,7 @@ def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 
 
+@one_blas_thread
 def _feature_step_design(xs, ys, x_query, features):
     """``g = (1/N) Σ_i y_i φ(x_i)`` ``(B, p)`` and ``φ(x_q)`` ``(B, p)`` for a feature map ``features``."""
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
@@ -606,6 +617,7 @@ class RidgeChoice(NamedTuple):
     errors: np.ndarray
 
 
+@one_blas_thread
 def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice:
     """Choose kernel ridge's ``ridge`` on validation prompts: the grid value with the lowest mean squared error.
 

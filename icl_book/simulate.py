@@ -22,15 +22,14 @@ Objective: ``Σ_μ (y_μ − ⟨Γ, H_μ⟩)² + (n/d) λ ‖Γ‖_F²``; at ``�
 
 from __future__ import annotations
 
-import ctypes
 import math
-import threading
 import warnings
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
 
+from ._blas import OneBlasThread, one_blas_thread
 from ._compat import NOISE_VAR, renamed
 from ._validate import (
     as_array,
@@ -196,6 +195,7 @@ def _apply_link(link, z):
 
 
 @renamed(n_prompts="batch", rho="noise_var")
+@one_blas_thread
 def sample_reduced_prompts(
     batch: int,
     context_len: int,
@@ -324,6 +324,7 @@ def _pcg(apply, precond, rhs, tol: float, max_iter: int) -> tuple[np.ndarray, in
     return gamma, it
 
 
+@one_blas_thread
 def solve_reduced_ridge(
     x_query,
     h,
@@ -451,6 +452,7 @@ def solve_reduced_ridge(
 
 
 @renamed(rho="noise_var")
+@one_blas_thread
 def pretrain_reduced_lsa(
     dim: int,
     alpha: float,
@@ -517,6 +519,7 @@ def pretrain_reduced_lsa(
 
 
 @renamed(rho="noise_var")
+@one_blas_thread
 def gamma_errors(gamma, alpha: float, noise_var: float, task_pool=None) -> SimulatedErrors:
     """Exact errors of ``Γ`` (linear teacher) via :func:`icl_book.theory.error_of_gamma`.
 
@@ -533,6 +536,7 @@ def gamma_errors(gamma, alpha: float, noise_var: float, task_pool=None) -> Simul
 
 
 @renamed(rho="noise_var")
+@one_blas_thread
 def simulated_errors(
     dim: int,
     alpha: float,
@@ -583,6 +587,7 @@ def _teacher_link(link):
 
 
 @renamed(f="link", rho="noise_var")
+@one_blas_thread
 def mc_error(gamma, link, alpha, noise_var, *, task_pool=None, n_test, rng) -> MCError:
     """Monte Carlo test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` on prompts from the teacher ``link``.
 
@@ -663,13 +668,6 @@ def mc_error(gamma, link, alpha, noise_var, *, task_pool=None, n_test, rng) -> M
 #: are required).
 SWEEP_KEYS = ("dim", "alpha", "tau", "kappa", "noise_var", "ridge", "link", "tol", "max_iter")
 _SWEEP_REQUIRED = ("dim", "alpha", "tau")
-#: The BLAS set/get-threads entry points tried, in order, in every loaded OpenBLAS (NumPy's wheels rename them).
-_OPENBLAS_SETTERS = (
-    ("openblas_set_num_threads", "openblas_get_num_threads"),
-    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
-    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-)
 
 
 class SweepResult(NamedTuple):
@@ -696,82 +694,12 @@ class SweepResult(NamedTuple):
     idg_sem: float
 
 
-class _SingleBlasThread:
-    """Context manager: every loaded OpenBLAS runs on one thread inside, its previous count restored after.
-
-    Multi-threaded BLAS splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs
-    in its last bits (measured: ~1e-9 relative in ``e_ICL`` at d = 80). Pinning one thread inside each sweep
-    task makes a task's numbers independent of the caller's and the worker's thread settings. Uses
-    ``threadpoolctl`` when it is installed, else the OpenBLAS entry points of the libraries mapped in
-    ``/proc/self/maps`` (Linux); elsewhere it does nothing (then set ``OMP_NUM_THREADS=1`` in the workers).
-
-    The BLAS thread count is process-wide, so tasks running side by side in threads share one limit: the
-    first to enter sets it and the last to leave restores it (otherwise one task's exit would hand the
-    other, still running, two threads again).
-    """
-
-    _lock = threading.Lock()
-    _active = 0
-    _restore: list = []
-    _limits = None
-
-    def __enter__(self):
-        cls = type(self)
-        with cls._lock:
-            if cls._active == 0:
-                cls._limits, cls._restore = _limit_blas_to_one_thread()
-            cls._active += 1
-        return self
-
-    def __exit__(self, *exc):
-        cls = type(self)
-        with cls._lock:
-            cls._active -= 1
-            if cls._active == 0:
-                if cls._limits is not None:
-                    cls._limits.restore_original_limits()
-                for setter, previous in reversed(cls._restore):
-                    setter(previous)
-                cls._limits, cls._restore = None, []
-        return False
-
-
-def _limit_blas_to_one_thread():
-    """``(threadpoolctl limits or None, [(setter, previous count)])`` after pinning BLAS to one thread."""
-    try:
-        from threadpoolctl import threadpool_limits  # optional: not a dependency of the package
-    except ImportError:
-        threadpool_limits = None
-    if threadpool_limits is not None:
-        return threadpool_limits(limits=1, user_api="blas"), []
-    restore = []
-    for lib in _loaded_openblas():
-        for set_name, get_name in _OPENBLAS_SETTERS:
-            setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
-            if setter is not None and getter is not None:
-                previous = int(getter())
-                setter(1)
-                restore.append((setter, previous))
-                break
-    return None, restore
-
-
-def _loaded_openblas() -> list:
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
-    except OSError:
-        return []
-    libs = []
-    for path in sorted(paths):
-        if path.endswith(".so") or ".so." in path:
-            try:
-                libs.append(
-                    ctypes.CDLL(path, mode=getattr(ctypes, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
-                )
-            except OSError:
-                continue
-    return libs
+#: One BLAS thread inside each sweep task (:mod:`icl_book._blas`, threadpoolctl). Multi-threaded BLAS
+#: splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs in its last bits
+#: (measured: ~1e-9 relative in ``e_ICL`` at d = 80); one thread makes a task's numbers independent of the
+#: caller's and the worker's thread settings, on one machine. The limit is reference-counted across
+#: threads (a thread-pool sweep shares the process's BLAS).
+_SingleBlasThread = OneBlasThread
 
 
 def _sweep_point(index: int, point) -> dict:
