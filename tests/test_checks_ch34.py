@@ -229,3 +229,15 @@ def test_nonlinear_ex3_rejects(wrong):
 def test_hermite_links_still_there():
     # The chapter's teachers, used as a sanity anchor for the designed teachers above.
     assert {"tanh", "erf", "relu", "sign", "abs"} <= set(hermite.LINKS)
+
+
+def test_asymptotics_ex4_reference_is_cached_by_its_inputs():
+    """The check's reference simulations are cached by (τ, ρ, seed): a cached value is a fresh run's."""
+    ref = checks._asymptotics_ex4_reference
+    ref.cache_clear()
+    first = ref(8.0, 0.5, 3)
+    fresh = simulated_errors(40, 1.0, 8.0, np.inf, 0.5, rng=np.random.default_rng(3), tol=1e-6)
+    assert first == fresh.icl
+    assert ref(8.0, 0.5, 3) == first and ref.cache_info().hits == 1
+    assert ref(8.0, 0.5, 4) != first and ref(8.0, 0.1, 3) != first  # other inputs, other runs
+    assert ref.cache_info().misses == 3
