@@ -1,28 +1,81 @@
 /* The book's small fixes of the theme's markup, run on every page (jupyter-book includes _static/*.js).
- * tests/test_browser.py checks the results (axe-core, scroll cues) on every page. */
+ * tests/test_browser.py checks the results (axe-core, scroll cues, tab stops, figure text) on every page. */
 (() => {
   const ready = (fn) =>
     document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", fn) : fn();
 
-  // --- Formulas wider than their column scroll; mark the edge that has more (fade in icl.css) and
-  // let keyboard users reach them (axe: scrollable-region-focusable).
-  const SCROLLERS = "span.math, div.math mjx-container, .pst-scrollable-table-container";
+  // --- Boxes wider than their column scroll: inline formulas (span.math), display equations, tables and,
+  // on a phone, figures. A box is marked at the edge that has more (icl-more-left/right: a shadow behind
+  // the glyphs in icl.css, never a mask over them) only when what the reader sees is wider than the box.
+  // MathJax's hidden MathML (mjx-assistive-mml) is wider than the typeset formula and inflates every
+  // scrollWidth around it, so a formula is measured by its visible box, mjx-math (tests/browser.py:
+  // inline_math_check). Nothing here adds a tab stop: MathJax's mjx-container is one already (its
+  // accessibility explorer), and it is the focusable content of the box that scrolls (axe:
+  // scrollable-region-focusable); a table's scroll container gets tabindex from the theme.
+  const SCROLLERS = "span.math, div.math mjx-container, .pst-scrollable-table-container, a.icl-figure-scroll";
   const scrollers = () => document.querySelectorAll(SCROLLERS);
+  // How far the visible content of ``el`` reaches past its box (CSS px) and how far it is scrolled.
+  const overflow = (el) => {
+    if (el.matches("span.math, div.math mjx-container")) {
+      const m = el.querySelector("mjx-math");
+      return m ? m.getBoundingClientRect().width - el.clientWidth : 0;
+    }
+    return el.scrollWidth - el.clientWidth;
+  };
   const update = (el) => {
-    const more = el.scrollWidth - el.clientWidth;
+    const more = overflow(el);
     const scrolls = more > 1;
     el.classList.toggle("icl-more-right", scrolls && el.scrollLeft < more - 1);
     el.classList.toggle("icl-more-left", scrolls && el.scrollLeft > 1);
-    if (scrolls && !el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
-    if (!scrolls && el.getAttribute("tabindex") === "0") el.removeAttribute("tabindex");
+    const fig = el.matches("a.icl-figure-scroll") && el.closest("figure");
+    if (fig) fig.classList.toggle("icl-wide", scrolls);
   };
   const updateAll = () => scrollers().forEach(update);
+
+  // --- Figures on a phone. The book's PNGs are drawn at 210 px/in with text of at least 9 pt
+  // (icl_book.plotting: DPI, SMALLEST_FONT_PT), so text is 9 pt/72 in × 210 px/in = 26.25 image pixels;
+  // at 9 CSS px that is 72/210 CSS px per image pixel. A figure is never shown smaller than that: on a
+  // narrow screen it keeps that width and scrolls sideways in its link, which opens the PNG full size.
+  const MIN_CSS_PER_PNG_PX = 72 / 210 + 0.005;
+  const figures = () => document.querySelectorAll(".bd-article a.image-reference > img");
+  const sizeFigure = (img) => {
+    if (!img.naturalWidth) return;
+    const link = img.parentElement;
+    link.classList.add("icl-figure-scroll");
+    link.title = "Open the figure full size";
+    // Its width in the column (myst-nb gives it half the PNG's pixels), but never below the legible one.
+    const shown = parseFloat(img.style.width) || img.naturalWidth / 2;
+    img.style.width = "100%";
+    img.style.maxWidth = `${shown}px`;
+    img.style.minWidth = `${Math.min(shown, Math.ceil(img.naturalWidth * MIN_CSS_PER_PNG_PX))}px`;
+    update(link);
+  };
+
+  // --- Punctuation that follows inline math stays on its line (the theme's inline-flex box is a break
+  // opportunity of its own): the formula and its punctuation share a nowrap span.
+  const gluePunctuation = () => {
+    document.querySelectorAll(".bd-article span.math").forEach((span) => {
+      const next = span.nextSibling;
+      if (!next || next.nodeType !== Node.TEXT_NODE || span.parentElement.classList.contains("icl-nobr")) return;
+      const m = /^[.,;:!?)\]’”]+/.exec(next.textContent);
+      if (!m) return;
+      const wrap = document.createElement("span");
+      wrap.className = "icl-nobr";
+      span.replaceWith(wrap);
+      next.textContent = next.textContent.slice(m[0].length);
+      wrap.append(span, m[0]);
+    });
+  };
+
   ready(() => {
+    gluePunctuation();
     document.addEventListener("scroll", (e) => e.target.matches && e.target.matches(SCROLLERS) && update(e.target), true);
     window.addEventListener("resize", updateAll);
+    figures().forEach((img) => (img.complete ? sizeFigure(img) : img.addEventListener("load", () => sizeFigure(img))));
     const mj = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
     (mj || Promise.resolve()).then(() => requestAnimationFrame(updateAll));
     window.addEventListener("load", () => requestAnimationFrame(updateAll));
+    if (document.fonts) document.fonts.ready.then(() => requestAnimationFrame(updateAll));
   });
 
   ready(() => {

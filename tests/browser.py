@@ -331,3 +331,163 @@ def axe_check(loaded: Loaded, impacts=("critical", "serious")) -> list[dict]:
 
 def theme_of(loaded: Loaded) -> str:
     return loaded.page.evaluate("() => document.documentElement.dataset.theme")
+
+
+# --- what a reader sees of inline math, and the keyboard path ----------------------------------------
+
+INLINE_MATH_JS = (
+    "() => {"
+    + _describe_js("describe")
+    + """
+  // The glyphs' own box: mjx-math. MathJax's hidden mjx-assistive-mml is wider than the formula and
+  // inflates the scrollWidth of every box around it, so scrollWidth cannot tell an overflowing formula.
+  const faded = (e) => {  // a mask or transparency between the glyphs and the page
+    for (let a = e; a && a !== document.documentElement; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      const mask = cs.maskImage || cs.webkitMaskImage || 'none';
+      if (mask !== 'none' || parseFloat(cs.opacity) < 1) return describe(a).split(' ')[0];
+    }
+    return null;
+  };
+  const vw = document.documentElement.clientWidth;
+  const out = {formulas: 0, overflowing: [], faded: [], faded_fitting: [], cue_wrong: []};
+  for (const span of document.querySelectorAll('span.math')) {
+    const c = span.querySelector('mjx-container');
+    const m = c && c.querySelector('mjx-math');
+    // Not shown at all (a folded solution): nothing for a reader to see, faded or not.
+    if (!m || !span.getClientRects().length || getComputedStyle(m).visibility !== 'visible') continue;
+    const sb = span.closest('.bd-sidebar-primary, .bd-sidebar-secondary');
+    if (sb) { const b = sb.getBoundingClientRect(); if (b.left >= vw || b.right <= 0) continue; }
+    out.formulas += 1;
+    const visible = m.getBoundingClientRect().width;
+    const over = visible > span.clientWidth + 1;
+    const cued = span.classList.contains('icl-more-right') || span.classList.contains('icl-more-left');
+    const f = faded(m);
+    const what = `${describe(span)} (${Math.round(visible)} px in ${span.clientWidth} px)`;
+    if (over) out.overflowing.push(what);
+    if (f) out.faded.push(`${what} faded by ${f}`);
+    if (f && !over) out.faded_fitting.push(`${what} faded by ${f}`);
+    if (cued !== over) out.cue_wrong.push(`${what} ${cued ? 'cued but fits' : 'overflows with no cue'}`);
+  }
+  return out;
+}"""
+)
+
+
+def inline_math_check(loaded: Loaded) -> dict:
+    """Inline formulas measured by their visible rendering (``mjx-math``), not their assistive MathML.
+
+    Returns ``{"formulas": n, "overflowing": [...], "faded": [...], "faded_fitting": [...],
+    "cue_wrong": [...]}``: formulas wider than their box; formulas whose glyphs sit under a mask or
+    transparency (which lowers their contrast); those of them that fit; and formulas whose scroll cue
+    (``icl-more-left``/``icl-more-right``) disagrees with their visible overflow.
+    """
+    return loaded.page.evaluate(INLINE_MATH_JS)
+
+
+# Elements in the sequential focus order: what Tab visits.
+_FOCUSABLE_JS = """
+  const FOCUSABLE = 'a[href], button, input, select, textarea, summary, iframe, [tabindex], [contenteditable="true"]';
+  const tabbable = (e) => {
+    if (e.tabIndex < 0 || e.disabled || e.closest('[inert], dialog:not([open])')) return false;
+    if (e.hasAttribute('tabindex') && parseInt(e.getAttribute('tabindex'), 10) < 0) return false;
+    const d = e.parentElement && e.parentElement.closest('details:not([open])');
+    if (d && e.tagName !== 'SUMMARY') return false;
+    if (!e.getClientRects().length) return false;
+    const cs = getComputedStyle(e);
+    return cs.visibility !== 'hidden' && cs.display !== 'none';
+  };
+  const stops = Array.from(document.querySelectorAll(FOCUSABLE)).filter(tabbable);
+"""
+
+TAB_STOPS_JS = (
+    "() => {"
+    + _describe_js("describe")
+    + _FOCUSABLE_JS
+    + """
+  const formulas = Array.from(document.querySelectorAll('mjx-container')).filter(c => c.getClientRects().length);
+  const perFormula = new Map();
+  let math = 0;
+  for (const e of stops) {
+    const box = e.closest('span.math, div.math') || e.closest('mjx-container');
+    if (!box) continue;
+    math += 1;
+    perFormula.set(box, (perFormula.get(box) || 0) + 1);
+  }
+  const several = [];
+  for (const [box, n] of perFormula) if (n > 1) several.push(`${describe(box)}: ${n} tab stops`);
+  return {stops: stops.length, math, controls: stops.length - math, formulas: formulas.length,
+          several: several.slice(0, 5), several_count: several.length};
+}"""
+)
+
+
+def tab_stops_check(loaded: Loaded) -> dict:
+    """The page's tab stops: ``{"stops", "math", "controls", "formulas", "several", "several_count"}``.
+
+    ``math`` counts stops inside a formula's box (``span.math``/``div.math``/``mjx-container``),
+    ``several`` names formulas with more than one.
+    """
+    return loaded.page.evaluate(TAB_STOPS_JS)
+
+
+FOCUS_VISIBLE_JS = (
+    "(scope) => {"
+    + _describe_js("describe")
+    + _FOCUSABLE_JS
+    + """
+  const root = document.querySelector(scope);
+  const out = {checked: 0, invisible: []};
+  for (const e of stops) {
+    if (root && !root.contains(e)) continue;
+    if (e.closest('span.math, div.math, mjx-container')) continue;
+    e.focus({preventScroll: true});
+    if (document.activeElement !== e) continue;
+    out.checked += 1;
+    const cs = getComputedStyle(e);
+    const outline = cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 &&
+      !/rgba\\(.*, 0\\)$|transparent/.test(cs.outlineColor);
+    const shadow = cs.boxShadow !== 'none' && !/rgba\\([^)]*, 0\\)/.test(cs.boxShadow.split(')')[0] + ')');
+    if (!(outline || shadow) || !e.matches(':focus-visible'))
+      out.invisible.push(`${describe(e)} outline ${cs.outlineStyle} ${cs.outlineWidth}, box-shadow ${cs.boxShadow}`);
+    e.blur();
+  }
+  return out;
+}"""
+)
+
+
+def focus_visible_check(loaded: Loaded, scope: str = "body") -> dict:
+    """Focus each control (tab stop outside formulas) inside ``scope`` from the keyboard and read its
+    computed style: ``{"checked": n, "invisible": [...]}`` lists controls with neither an outline of
+    at least 2 px nor a box shadow while focused (WCAG 2.4.7)."""
+    loaded.page.keyboard.press(
+        "Shift"
+    )  # keyboard modality: script focus then matches :focus-visible
+    return loaded.page.evaluate(FOCUS_VISIBLE_JS, scope)
+
+
+DOWNLOADS_JS = """() => Array.from(document.querySelectorAll('.dropdown-download-buttons .dropdown-menu a[href], '
+  + '.dropdown-download-buttons .dropdown-menu button')).map(a => ({
+    text: a.textContent.trim(), href: a.href || null, onclick: a.getAttribute('onclick')}))"""
+
+
+def downloads_of(loaded: Loaded) -> list[dict]:
+    """The page's download menu: ``[{"text", "href", "onclick"}]``."""
+    return loaded.page.evaluate(DOWNLOADS_JS)
+
+
+FIGURES_JS = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  return Array.from(document.querySelectorAll('article img')).filter(i => i.getClientRects().length).map(img => ({
+    src: img.getAttribute('src'), url: img.src, rendered: img.getBoundingClientRect().width,
+    natural: img.naturalWidth, zoom: (img.closest('a[href]') || {}).href || null}));
+}"""
+
+
+def figures_of(loaded: Loaded) -> list[dict]:
+    """Every visible image of the article (folded solutions opened): its rendered width in CSS px, its
+    natural width in pixels and the link a tap follows (``zoom``)."""
+    loaded.page.wait_for_timeout(100)
+    return loaded.page.evaluate(FIGURES_JS)

@@ -13,8 +13,10 @@ copy of a real page edited to break it, served by the same server.
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,8 +26,10 @@ from booktools import notebooks
 from . import browser
 from .browser import DESKTOP, PHONE, Loaded, find_axe, find_chromium, serve
 from .conftest import ROOT
+from .test_figures import MIN_CSS_PX, png_record, text_css_px
 
-HTML = ROOT / "_build" / "html"
+# ICL_BOOK_SITE: check another build of the site (e.g. a copy with older _static files) instead.
+HTML = Path(os.environ.get("ICL_BOOK_SITE") or ROOT / "_build" / "html")
 CHAPTERS = [f"chapters/{md.stem}.html" for md in notebooks.chapter_sources()]
 MATH_PAGES = ["chapters/intro.html", "chapters/notation.html", *CHAPTERS]
 
@@ -70,11 +74,16 @@ def measure(site, page: str) -> dict:
                 ".map(a => a.href)"
             )
             out["secondary"] = browser.drawer_check(phone, "secondary")
+            out["phone_inline_math"] = browser.inline_math_check(phone)
+            out["phone_figures"] = browser.figures_of(phone)  # opens folded solutions: last
         with Loaded(chromium, f"{url}/{page}", DESKTOP) as desk:
             out["content"] = browser.content_check(desk)
             out["wide_math"] = browser.wide_math_check(desk)
             out["code"] = browser.code_scroll_check(desk)
             out["desktop_math"] = browser.clipped_math_check(desk)
+            out["inline_math"] = browser.inline_math_check(desk)
+            out["tabs"] = browser.tab_stops_check(desk)
+            out["downloads"] = browser.downloads_of(desk)
             out["axe_light"] = browser.axe_check(desk)
             # Switch to dark mode and let the theme's colour transitions finish before measuring
             # contrast (a run mid-transition saw half-faded text).
@@ -86,6 +95,7 @@ def measure(site, page: str) -> dict:
             desk.page.wait_for_timeout(400)
             out["theme"] = browser.theme_of(desk)
             out["axe_dark"] = browser.axe_check(desk)
+            out["focus"] = browser.focus_visible_check(desk)
         _cache[page] = out
     return _cache[page]
 
@@ -177,6 +187,86 @@ def test_no_serious_accessibility_violations(site, page, theme):
     assert found == [], "axe-core: " + "; ".join(
         f"{v['impact']} {v['id']} ({v['help']}): {v['nodes'][:3]}" for v in found
     )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_inline_math_is_cued_by_its_visible_width_and_never_faded(site, page):
+    # The visible formula (mjx-math), not MathJax's hidden MathML, decides whether a formula scrolls
+    # and gets the cue; the cue never lowers the glyphs' contrast (no mask, no transparency).
+    m = measure(site, page)
+    desk, phone = m["inline_math"], m["phone_inline_math"]
+    assert desk["faded_fitting"] == [], (
+        f"{len(desk['faded_fitting'])} of {desk['formulas']} inline formulas faded at 1280 px "
+        f"though they fit: {desk['faded_fitting'][:3]}"
+    )
+    assert desk["faded"] == [] and phone["faded"] == [], (desk["faded"][:3], phone["faded"][:3])
+    assert desk["cue_wrong"] == [], f"at 1280 px: {desk['cue_wrong'][:3]}"
+    assert phone["cue_wrong"] == [], f"at 390 px: {phone['cue_wrong'][:3]}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_keyboard_path_one_stop_per_formula_and_visible_focus(site, page):
+    m = measure(site, page)
+    tabs, focus = m["tabs"], m["focus"]
+    assert tabs["several"] == [], f"{tabs['several_count']} formulas with several tab stops"
+    assert tabs["stops"] <= tabs["formulas"] + tabs["controls"], tabs
+    assert focus["checked"] >= 3, f"only {focus['checked']} controls could take focus"
+    assert focus["invisible"] == [], (
+        f"{len(focus['invisible'])} controls show no focus: {focus['invisible'][:4]}"
+    )
+
+
+def _fetch(site, href: str) -> bytes:
+    import urllib.request
+
+    with urllib.request.urlopen(href) as response:  # the test's own localhost server
+        return response.read()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_page_download_is_the_clean_edition_and_no_dead_pdf(site, page):
+    downloads = measure(site, page)["downloads"]
+    hrefs = [d["href"] or "" for d in downloads]
+    assert not any("/_sources/" in h for h in hrefs), f"authoring files offered: {hrefs}"
+    if not (HTML / "icl-book.pdf").exists():  # a site without the PDF never mentions one
+        said = [d for d in downloads if "pdf" in (d["text"] + (d["onclick"] or "")).lower()]
+        assert said == [], said
+    stem = page.removeprefix("chapters/").removesuffix(".html")
+    if not re.match(r"chapters/\d\d_", page):
+        return
+    by_text = {d["text"]: d["href"] for d in downloads}
+    assert set(by_text) >= {".ipynb", ".md"}, by_text
+    assert by_text[".ipynb"].endswith(f"/notebooks/{stem}.ipynb"), by_text
+    assert _fetch(site, by_text[".ipynb"]) == (ROOT / "notebooks" / f"{stem}.ipynb").read_bytes()
+    assert _fetch(site, by_text[".md"]) == (ROOT / "chapters" / f"{stem}.md").read_bytes()
+
+
+def phone_figure_problems(rows, url) -> tuple[list[str], list[str]]:
+    """Figures whose smallest text is below MIN_CSS_PX, and figures a tap does not open full size."""
+    small, no_zoom = [], []
+    for row in rows:
+        dpi, pt = png_record(HTML / row["url"].removeprefix(url + "/"))
+        if pt is None:
+            continue  # tests/test_figures.py fails on a PNG without its record
+        px = text_css_px({**row, "dpi": dpi, "font_pt": pt})
+        if px < MIN_CSS_PX:
+            small.append(f"{row['src'][-16:]}: {px:.1f} CSS px ({row['rendered']:.0f} px wide)")
+        if row["zoom"] != row["url"]:
+            no_zoom.append(row["src"][-16:])
+    return small, no_zoom
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", [p for p in PAGES if re.match(r"chapters/\d\d_", p)])
+def test_figures_are_legible_on_a_phone_and_open_full_size(site, page):
+    rows = [r for r in measure(site, page)["phone_figures"] if r["url"].endswith(".png")]
+    assert rows, "no figures"
+    small, no_zoom = phone_figure_problems(rows, site[0])
+    assert small == [], f"smallest figure text at 390 px below {MIN_CSS_PX} CSS px: {small}"
+    assert no_zoom == [], f"figures a tap does not open full size: {no_zoom}"
 
 
 # --- each check can fail -----------------------------------------------------------------------------
@@ -320,3 +410,42 @@ def test_missing_axe_explains_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(browser, "AXE_JS", tmp_path / "axe.min.js")
     with pytest.raises(RuntimeError, match="npm ci"):
         find_axe()
+
+
+@pytest.mark.browser
+def test_the_checks_fail_on_faded_math_extra_tab_stops_and_hidden_focus(chromium, tmp_path):
+    # What the site did before: a mask over a formula that fits, a span.math made focusable around
+    # MathJax's own focusable container, a header button whose focus style was removed.
+    fade = "linear-gradient(to right, #000 calc(100% - 2.5em), rgb(0 0 0 / 0.15))"
+    snippet = (
+        f'<p><span id="faded" class="math notranslate nohighlight" tabindex="0" '
+        f'style="-webkit-mask-image: {fade}; mask-image: {fade}">\\(x\\)</span></p>'
+        '<button id="nofocus" style="outline: none !important; box-shadow: none !important">b</button>'
+    )
+    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), DESKTOP) as loaded:
+        found = browser.inline_math_check(loaded)
+        assert any("faded" in f for f in found["faded_fitting"]), found
+        tabs = browser.tab_stops_check(loaded)
+        assert tabs["several_count"] >= 1 and "2 tab stops" in tabs["several"][0], tabs
+        focus = browser.focus_visible_check(loaded)
+        assert any(f.startswith("button#nofocus") for f in focus["invisible"]), focus
+
+
+@pytest.mark.browser
+def test_the_checks_fail_on_an_uncued_wide_formula_and_small_phone_figures(chromium, tmp_path):
+    # Without icl.js: a formula wider than the phone gets no cue, and figures shrink to the column.
+    terms = " + ".join(f"x_{{{i}}}" for i in range(40))
+
+    def edit(html):
+        html = re.sub(r'<script src="[^"]*icl\.js[^"]*"></script>', "", html)
+        return _inject(
+            html, f'<p><span class="math notranslate nohighlight">\\({terms}\\)</span></p>'
+        )
+
+    with broken_page(chromium, tmp_path, edit, PHONE) as loaded:
+        found = browser.inline_math_check(loaded)
+        assert any("overflows with no cue" in f for f in found["cue_wrong"]), found
+        url = loaded.page.url.split("/chapters/")[0]
+        rows = [r for r in browser.figures_of(loaded) if r["url"].endswith(".png")]
+        small, _ = phone_figure_problems(rows, url)
+        assert rows and len(small) == len(rows), (small, rows)
