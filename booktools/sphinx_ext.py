@@ -10,9 +10,11 @@
   ``\\@mainmatter`` decides whether a ``\\chapter`` is numbered). Raw LaTeX is ignored by the HTML writer.
 - The whole-book PDF on the site. ``make pdf`` builds ``_build/latex/icl-book.pdf``; when that file exists
   at the time of an HTML build, the build copies it to ``_build/html/icl-book.pdf``, the download menu of
-  every page links to it (instead of the theme's ``window.print()`` entry) and the ``{book-pdf}`` role
-  (used in the introduction) becomes a link. Without the PDF there is no link at all: the role renders its
-  text with a note and the menu keeps the theme's entry, so no link is ever dead.
+  every page links to it and the ``{book-pdf}`` role (used in the introduction) becomes a link. The tag
+  ``icl_book_pdf`` is set in such a build (and in the LaTeX build itself), so text about the PDF goes in an
+  ``{only} icl_book_pdf`` block: a site without the PDF never mentions one. A ``{book-pdf}`` role left in a
+  build without the PDF is a warning (``-W`` fails). The theme's ".pdf" entry, which only opened the
+  browser's print dialog, is never offered.
 - Bibliography labels in the in-text style: the style ``icl_author_year`` labels the reference list
   ``[Lu et al., 2025]``, exactly as the author–year citations in the text read (both are rendered by the
   same template), sorted by that label. A work with no recorded authors is cited by its short title (the
@@ -36,6 +38,9 @@ from pybtex.style.labels import BaseLabelStyle
 from pybtex.style.sorting import BaseSortingStyle
 from pybtex.style.template import first_of, optional, tag
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+
+LOGGER = logging.getLogger(__name__)
 
 QED = "∎"
 BOOK_PDF_CLASS = "icl-book-pdf"
@@ -86,10 +91,20 @@ def _book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=N
     return [node], []
 
 
-class _BookPdfLinks(SphinxPostTransform):
-    """Point ``{book-pdf}`` links at the published PDF, or turn them into text when there is none."""
+PDF_TAG = "icl_book_pdf"
 
-    default_priority = 5
+
+def _pdf_tag(app):
+    """Set the tag ``icl_book_pdf`` when the build publishes the PDF (or is the PDF)."""
+    if app.builder.format == "latex" or book_pdf(app) is not None:
+        app.tags.add(PDF_TAG)
+
+
+class _BookPdfLinks(SphinxPostTransform):
+    """Point ``{book-pdf}`` links at the published PDF; without one, a warning (text about the PDF belongs
+    in an ``{only} icl_book_pdf`` block). Runs after Sphinx has dropped the ``only`` blocks (priority 50)."""
+
+    default_priority = 60
 
     def run(self, **kwargs):
         pdf = book_pdf(self.app)
@@ -100,19 +115,25 @@ class _BookPdfLinks(SphinxPostTransform):
                 depth = self.env.docname.count("/")
                 node["refuri"] = "../" * depth + pdf.name
             else:  # plain text (an inline: replace_self keeps the node's classes)
-                html = self.app.builder.format == "html"
-                note = " (not in this build: run make pdf)" if html else ""
-                node.replace_self(nodes.inline("", node.astext() + note))
+                if self.app.builder.format == "html":
+                    LOGGER.warning(
+                        f"{{book-pdf}} `{node.astext()}` in a build without the PDF: put it in an "
+                        f"{{only}} {PDF_TAG} block (run `make pdf` for the PDF)",
+                        location=node,
+                    )
+                node.replace_self(nodes.inline("", node.astext()))
 
 
 def _download_menu_pdf(app, pagename, templatename, context, doctree):
     pdf = book_pdf(app)
-    if pdf is None:
-        return
     for group in context.get("header_buttons", []):
         if group.get("label") != "download-buttons":
             continue
+        # The theme's ".pdf" entry is the browser's print dialog, not a PDF: never offered.
         buttons = [b for b in group["buttons"] if b.get("label") != "download-pdf-button"]
+        group["buttons"] = buttons
+        if pdf is None:
+            continue
         buttons.append(
             {
                 "type": "link",
@@ -123,7 +144,6 @@ def _download_menu_pdf(app, pagename, templatename, context, doctree):
                 "label": "download-book-pdf-button",
             }
         )
-        group["buttons"] = buttons
 
 
 def _publish_pdf(app, exception):
@@ -258,6 +278,7 @@ def setup(app):
     app.connect("doctree-read", _latex_matter_switch)
     app.add_config_value("icl_book_pdf", "icl-book.pdf", "html")
     app.add_role("book-pdf", _book_pdf_role)
+    app.connect("builder-inited", _pdf_tag)
     app.add_post_transform(_BookPdfLinks)
     # After sphinx-book-theme's add_header_buttons (priority 501) has filled the download menu.
     app.connect("html-page-context", _download_menu_pdf, priority=600)

@@ -117,15 +117,17 @@ _INDEX = """
 Tiny book
 =========
 
-Read it as one :book-pdf:`PDF file`.
+.. only:: icl_book_pdf
+
+   Read it as one :book-pdf:`PDF file`.
 """
 
 
-def _tiny_build(tmp_path, with_pdf: bool, builder: str = "html"):
+def _tiny_build(tmp_path, with_pdf: bool, builder: str = "html", index: str = _INDEX, ok=True):
     src, out = tmp_path / "src", tmp_path / "_build" / builder
     src.mkdir()
     (src / "conf.py").write_text(textwrap.dedent(_CONF))
-    (src / "index.rst").write_text(textwrap.dedent(_INDEX))
+    (src / "index.rst").write_text(textwrap.dedent(index))
     if with_pdf:
         (tmp_path / "_build" / "latex").mkdir(parents=True)
         (tmp_path / "_build" / "latex" / "icl-book.pdf").write_bytes(b"%PDF-1.5 stand-in")
@@ -135,16 +137,24 @@ def _tiny_build(tmp_path, with_pdf: bool, builder: str = "html"):
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+    assert (result.returncode == 0) == ok, result.stderr[-3000:]
+    return out if ok else result.stderr
 
 
-def test_without_a_pdf_the_site_has_no_pdf_link(tmp_path):
+def test_without_a_pdf_the_site_never_mentions_one(tmp_path):
     out = _tiny_build(tmp_path, with_pdf=False)
     page = (out / "index.html").read_text()
     assert "icl-book.pdf" not in page and not (out / "icl-book.pdf").exists()
-    assert "PDF file (not in this build: run make pdf)" in page
-    assert "window.print()" in page  # the theme's own entry stays
+    assert "PDF file" not in page  # the {only} icl_book_pdf block is dropped
+    assert "window.print()" not in page  # nor the theme's print dialog, labelled ".pdf"
+    assert "Tiny book" in page
+
+
+def test_a_pdf_link_outside_the_only_block_fails_a_build_without_the_pdf(tmp_path):
+    index = _INDEX.replace(".. only:: icl_book_pdf\n\n   ", "")
+    assert ".. only::" not in index
+    stderr = _tiny_build(tmp_path, with_pdf=False, index=index, ok=False)
+    assert "in a build without the PDF" in stderr
 
 
 def test_with_a_pdf_the_site_publishes_and_links_it(tmp_path):
