@@ -2,7 +2,9 @@
 
 ``python -m booktools.editions build [--root DIR] [--build-dir DIR] [--out DIR]`` (``make editions``) writes
 ``notebooks/NN_slug.ipynb`` for every chapter ``chapters/NN_slug.ipynb``;
-``python -m booktools.editions check`` fails when a committed edition differs from what ``build`` would write.
+``python -m booktools.editions check`` fails when a committed edition differs from what ``build`` would write;
+``python -m booktools.editions install-cells`` writes the Colab install cell (:func:`install_cell`: the wheel of
+this package version on the book's site) into the first code cell of every chapter and its executed notebook.
 
 An edition is the executed chapter notebook (outputs copied, nothing re-executed) whose Markdown a stock
 notebook renderer shows as the book does:
@@ -53,6 +55,9 @@ __all__ = [
     "build_editions",
     "stale_editions",
     "load_index",
+    "install_cell",
+    "wheel_url",
+    "write_install_cells",
 ]
 
 EDITION_DIR = "notebooks"
@@ -211,6 +216,87 @@ def _base_url(config: dict) -> str:
             raise EditionError(f"cannot derive the site address from repository.url {url!r}")
         base = f"https://{m[1].lower()}.github.io/{m[2]}/"
     return base.rstrip("/") + "/"
+
+
+# --------------------------------------------------------------------------------------------------------
+# The Colab install cell: the first code cell of every chapter (and so of every edition)
+# --------------------------------------------------------------------------------------------------------
+PACKAGES_DIR = "packages"  # where the published site hosts the package's wheel (make publish)
+INSTALL_CELL = """\
+# Colab only: install the support package icl_book, the very version this notebook
+# was run with, from the book's web site (its address is set once, in _config.yml).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    SITE = "{site}"
+    WHEEL = SITE + "{path}"
+    pip = [sys.executable, "-m", "pip", "install", "-q", WHEEL]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stdout[-1000:], done.stderr[-1000:], sep="\\n", file=sys.stderr)
+        raise SystemExit(
+            f"Could not install the book's package icl_book from {{WHEEL}}.\\n"
+            "Check that this runtime is online and run this cell again. If it still\\n"
+            "fails, this copy of the notebook is older than the book: open the chapter\\n"
+            "again from the book's web page (its Colab button opens the current one)."
+        )"""
+
+
+def package_version(root: Path) -> str:
+    """The support package's version, from ``pyproject.toml``."""
+    text = (Path(root) / "pyproject.toml").read_text()
+    m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    if m is None:
+        raise EditionError("pyproject.toml has no version")
+    return m[1]
+
+
+def wheel_name(version: str) -> str:
+    return f"icl_book-{version}-py3-none-any.whl"
+
+
+def wheel_url(root: Path) -> str:
+    """Where the published site hosts the wheel of this version: ``<site>/packages/<wheel>``."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text())
+    return f"{_base_url(config)}{PACKAGES_DIR}/{wheel_name(package_version(root))}"
+
+
+def install_cell(root: Path) -> str:
+    """The source of the chapters' first code cell, for this version and ``_config.yml``."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text())
+    site = _base_url(config)
+    return INSTALL_CELL.format(site=site, path=wheel_url(root).removeprefix(site))
+
+
+def write_install_cells(root: Path) -> list[Path]:
+    """Make the first code cell of every chapter source ``chapters/NN_*.md`` and of its executed
+    ``.ipynb`` the install cell of :func:`install_cell` (nothing else in them changes); returns the
+    files written. ``make editions`` then carries the cell into the editions."""
+    root = Path(root)
+    want = install_cell(root)
+    written = []
+    fence = re.compile(r"(```\{code-cell\} ipython3\n(?::[^\n]*\n)*\n)(.*?)(\n```)", re.S)
+    for md in sorted((root / "chapters").glob("[0-9][0-9]_*.md")):
+        text = md.read_text()
+        m = fence.search(text)
+        if m is None:
+            raise EditionError(f"{md.name}: no code cell")
+        if m[2] != want:
+            md.write_text(text[: m.start(2)] + want + text[m.end(2) :])
+            written.append(md)
+        nb_path = md.with_suffix(".ipynb")
+        if not nb_path.exists():
+            continue
+        raw = nb_path.read_text()
+        nb = json.loads(raw)
+        cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        if "".join(cell["source"]) != want:
+            cell["source"] = want.splitlines(keepends=True)
+            new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+            nb_path.write_text(new)
+            written.append(nb_path)
+    return written
 
 
 def _macros(config: dict) -> dict[str, str]:
@@ -933,7 +1019,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m booktools.editions", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("command", choices=["build", "check", "install-cells"])
     parser.add_argument(
         "--root", type=Path, default=None, help="the repository (default: found from cwd)"
     )
@@ -945,6 +1031,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     root = find_root(args.root)
+    if args.command == "install-cells":
+        for path in write_install_cells(root):
+            print(f"wrote {path}")
+        return 0
     index = load_index(root, args.build_dir)
     if args.command == "check":
         problems = stale_editions(root, index)

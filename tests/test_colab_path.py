@@ -1,11 +1,14 @@
 """The Colab path: the package as a wheel in a fresh virtual environment runs a chapter end to end.
 
 Colab has Python, NumPy, SciPy, Matplotlib, torch and Jupyter preinstalled and gets ``icl_book`` from the
-chapter's first cell (``%pip install "icl-book @ git+<repository.url>@<branch>"``). This file tests the two
-halves of that separately:
+chapter's first cell, which pip-installs the wheel of this very package version from the book's site
+(``<site>/packages/icl_book-<version>-py3-none-any.whl``; ``make publish`` puts it there; the site's address
+comes from ``_config.yml``). This file tests:
 
-- ``test_install_cell_points_at_the_repository``: every chapter's install cell uses ``_config.yml``'s
-  repository URL and branch, and only runs in Colab;
+- ``test_every_install_cell_pins_this_package_version_on_the_configured_site``: the first code cell of
+  every chapter source, executed chapter and edition installs that wheel, and only runs in Colab;
+- ``test_a_failed_install_says_what_to_do``: pointed at a missing wheel, the cell stops with a plain
+  message saying what to do;
 - ``test_wheel_in_fresh_venv_runs_a_chapter``: the package built as a wheel and pip-installed into a fresh
   venv outside the repository executes ``chapters/00_prologue.ipynb`` top to bottom with that venv's own
   kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside the notebook).
@@ -38,46 +41,105 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
-INSTALL_RE = re.compile(
-    r'%pip install (?:-q )?"(?P<name>[\w-]+) @ git\+(?P<url>\S+?)@(?P<branch>[\w./-]+)"'
-)
+WHEEL_RE = re.compile(r'SITE = "(?P<site>[^"]+)"\n\s*WHEEL = SITE \+ "(?P<path>[^"]+)"')
 
 
-def _repository():
+def _site_address():
+    """The book's site from _config.yml: html.baseurl, else the GitHub Pages address of repository.url."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    repo = config["repository"]
-    return repo["url"].rstrip("/"), repo.get("branch", "master")
+    base = (config.get("html") or {}).get("baseurl")
+    if base:
+        return base.rstrip("/") + "/"
+    owner, name = config["repository"]["url"].removeprefix("https://github.com/").split("/")[:2]
+    return f"https://{owner.lower()}.github.io/{name}/"
 
 
-def _install_cell(path):
+def _first_code_cell(path):
     import jupytext
 
     nb = jupytext.read(path)
-    return next(c for c in nb.cells if c.cell_type == "code")
+    return next(c for c in nb.cells if c.cell_type == "code").source
 
 
-def test_install_cell_points_at_the_repository():
-    url, branch = _repository()
+def _install_cells():
+    """(file, first code cell) of every chapter source, executed chapter and Colab edition."""
     sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
     assert sources, "no chapters"
-    for path in sources:
-        cell = _install_cell(path)
-        m = INSTALL_RE.search(cell.source)
-        assert m, f"{path.name}: the first code cell is not the Colab install cell"
-        assert m["url"] == url, f"{path.name} installs from {m['url']}, _config.yml says {url}"
-        assert m["branch"] == branch, (
-            f"{path.name} installs branch {m['branch']}, _config.yml says {branch}"
+    files = [
+        *sources,
+        *(p.with_suffix(".ipynb") for p in sources),
+        *(ROOT / "notebooks" / f"{p.stem}.ipynb" for p in sources),
+    ]
+    return [(f.relative_to(ROOT), _first_code_cell(f)) for f in files]
+
+
+def test_every_install_cell_pins_this_package_version_on_the_configured_site():
+    import icl_book
+    from booktools import editions
+
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    assert icl_book.__version__ == version, "icl_book.__version__ and pyproject.toml disagree"
+    site = _site_address()
+    expected = f"{site}packages/icl_book-{version}-py3-none-any.whl"
+    for name, cell in _install_cells():
+        m = WHEEL_RE.search(cell)
+        assert m, f"{name}: the first code cell is not the Colab install cell"
+        assert m["site"] + m["path"] == expected, (
+            f"{name} installs {m['site'] + m['path']}, not the wheel of version {version} on "
+            f"{site}: run `python -m booktools.editions install-cells` and `make editions`"
         )
-        assert m["name"] == "icl-book"
-        guard = cell.source.index('if "google.colab" in sys.modules:')
-        assert guard < m.start(), f"{path.name}: the install must only run in Colab"
+        assert cell == editions.install_cell(ROOT), f"{name}: the install cell was edited by hand"
+        guard = cell.index('if "google.colab" in sys.modules:')
+        assert guard < m.start(), f"{name}: the install must only run in Colab"
 
 
 def test_install_cell_regex_can_fail():
-    good = '%pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
-    assert INSTALL_RE.search(good)["url"] == "https://github.com/icl-book/icl-book"
-    assert INSTALL_RE.search(good.replace("@main", "@dev"))["branch"] == "dev"
-    assert INSTALL_RE.search("%pip install icl-book") is None
+    from booktools import editions
+
+    cell = editions.install_cell(ROOT)
+    m = WHEEL_RE.search(cell)
+    assert m["path"].endswith(".whl") and m["site"] == _site_address()
+    assert WHEEL_RE.search(cell.replace("WHEEL = SITE +", "WHEEL =")) is None
+    old = '%pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
+    assert WHEEL_RE.search(old) is None
+
+
+def test_a_failed_install_says_what_to_do(tmp_path):
+    """The install cell pointed at a wheel the server does not have, in a kernel that looks like Colab:
+    the cell stops with a plain message (not a later ImportError), and no later cell runs."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from booktools import editions
+
+    from .browser import serve
+
+    cell = editions.install_cell(ROOT)
+    with serve(tmp_path) as url:  # an empty folder: every wheel is missing
+        missing = cell.replace(_site_address(), f"{url}/")
+        assert missing != cell
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell(
+                "import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')"
+            ),
+            nbformat.v4.new_code_cell(missing),
+            nbformat.v4.new_code_cell("import icl_book_never_reached"),
+        ]
+        client = NotebookClient(
+            nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        )
+        with pytest.raises(CellExecutionError):
+            client.execute()
+    install = nb.cells[1]
+    errors = [o for o in install.outputs if o.output_type == "error"]
+    assert [e.ename for e in errors] == ["SystemExit"], install.outputs
+    message = errors[0].evalue
+    assert f"Could not install the book's package icl_book from {url}/packages/" in message
+    assert "run this cell again" in message and "Colab button" in message
+    stderr = "".join(o.get("text", "") for o in install.outputs if o.get("name") == "stderr")
+    assert "404" in stderr, stderr  # pip's own reason, for whoever wants it
+    assert nb.cells[2].get("execution_count") is None, "the chapter went on after the failure"
 
 
 def _closure(names):
