@@ -25,6 +25,7 @@ help:
 	@echo "make benchmarks  speed and memory tables"
 	@echo "make lock        regenerate the lock requirements.txt from requirements.in"
 	@echo "make pdf         the PDF edition (needs: $(TEX_PACKAGES))"
+	@echo "make publish     the whole published site in _build/html: HTML, PDF, editions, wheel"
 
 # --- setup: idempotent; reinstalls only when requirements.txt or pyproject.toml change -----------------
 # requirements.txt is the lock (every package, exact versions, hashes), generated from requirements.in
@@ -152,6 +153,16 @@ pdf: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder pdflatex
 	@echo "PDF: $(CURDIR)/_build/latex/icl-book.pdf"
 	@$(MAKE) --no-print-directory html
+
+# The published site in one folder, _build/html: the editions (make editions), the whole-book PDF and the
+# HTML (make pdf; the HTML build copies the PDF, the editions and the chapters' .md sources in), and the
+# package's wheel at packages/, where every chapter's Colab install cell fetches it (booktools/publish.py
+# builds it and checks the folder). .github/workflows/pages.yml runs exactly this command.
+.PHONY: publish
+publish: $(STAMP)
+	$(MAKE) --no-print-directory editions
+	$(MAKE) --no-print-directory pdf
+	$(BIN)/python -m booktools.publish _build/html
 
 clean:
 	rm -rf _build
