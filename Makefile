@@ -110,13 +110,17 @@ test-fast: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going -q
 	$(BIN)/pytest -p no:cacheprovider -q -m "not slow and not browser" tests
 
+# Two chapters at a time (pytest-xdist; --dist loadfile keeps each notebook's cells, in order, in one
+# kernel). Each kernel keeps the stage's BLAS thread count, so outputs are still checked with 2 threads
+# and with 1; the package runs its tiny-matrix code on one BLAS thread (icl_book._blas), so two kernels
+# side by side do not spin against each other.
+NBVAL := $(BIN)/pytest -p no:cacheprovider -n 2 --dist loadfile --nbval --nbval-sanitize-with nbval_sanitize.cfg
 nbval: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
+	OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
 
 # Outputs must not depend on the number of threads: re-check with one.
 nbval-1thread: $(STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-	  $(BIN)/pytest -p no:cacheprovider --nbval --nbval-sanitize-with nbval_sanitize.cfg chapters/[0-9][0-9]_*.ipynb
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
 
 # The browser check: Debian's chromium (installed when missing and we are root, as in CI), driven by
 # playwright from the lock (never `playwright install`), and axe-core from npm (package-lock.json).
@@ -136,14 +140,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	@touch $@
 
+# The stages in order (booktools/stages.py): it stops at the first failure and always ends with the
+# time of each stage, so that a slow-down shows in every CI log.
 test: $(STAMP) browser
-	@echo "== 1/6 lint (ruff)";               $(MAKE) --no-print-directory lint
-	@echo "== 2/6 chapter pairs (.md/.ipynb)"; $(MAKE) --no-print-directory pairs
-	@echo "== 3/6 book build (-W -n)";         $(MAKE) --no-print-directory html
-	@echo "== 4/6 unit, build and browser tests"; $(MAKE) --no-print-directory unit
-	@echo "== 5/6 nbval (2 threads)";          $(MAKE) --no-print-directory nbval
-	@echo "== 6/6 nbval (1 thread)";           $(MAKE) --no-print-directory nbval-1thread
-	@echo "make test: all checks passed"
+	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs html unit nbval nbval-1thread
 
 # The PDF edition: xelatex into _build/latex/icl-book.pdf, then the HTML again, which publishes it as
 # _build/html/icl-book.pdf and links it from the introduction and every page's download menu
