@@ -1,7 +1,8 @@
 """Execute the chapters and keep each ``NN_slug.md`` / ``NN_slug.ipynb`` pair in step.
 
 ``python -m booktools.notebooks execute [PATH.md ...]`` regenerates the executed notebooks (``make execute``);
-``python -m booktools.notebooks check-pairs`` fails on a missing or stale ``.ipynb`` (``make test``).
+``python -m booktools.notebooks check-pairs`` fails on a missing or stale ``.ipynb`` (``make test``);
+``python -m booktools.notebooks time-nbval [PATH.md ...]`` records nbval's run time at 1 and 2 threads.
 
 Executed notebooks carry no run-to-run noise: no timings, no execution metadata, and cell ids derived from
 the cell's position, so re-executing an unchanged chapter rewrites an identical file.
@@ -97,9 +98,66 @@ def _record_timing(md_path: Path, nb) -> None:
         str(i): round(_cell_seconds(c), 2) for i, c in enumerate(nb.cells) if c.cell_type == "code"
     }
     timings = read_timings(md_path.parent)
-    timings[md_path.stem] = {"total_s": round(sum(cells.values()), 1), "cells_s": cells}
-    path = md_path.parent / "timings.json"
+    entry = timings.setdefault(md_path.stem, {})
+    entry.update(total_s=round(sum(cells.values()), 1), cells_s=cells)
+    _write_timings(md_path.parent, timings)
+
+
+def _write_timings(chapters_dir: Path, timings: dict) -> None:
+    path = Path(chapters_dir) / "timings.json"
     path.write_text(json.dumps(dict(sorted(timings.items())), indent=1) + "\n")
+
+
+#: The environment variables that set the BLAS/OpenMP thread count of a child process.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def time_nbval(ipynb: Path, threads: int, root: Path = ROOT) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of nbval on one executed chapter with ``threads`` BLAS threads.
+
+    CPU seconds are those of the pytest process and the kernel it started and reaped; a failing nbval
+    run raises ``RuntimeError`` (a time of a broken chapter means nothing).
+    """
+    import resource
+    import subprocess
+    import time
+
+    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARIABLES})
+    env.pop("MPLBACKEND", None)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval"]
+    cmd += ["--nbval-sanitize-with", str(Path(root) / "nbval_sanitize.cfg"), str(ipynb)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"nbval failed on {ipynb} with {threads} thread(s):\n{done.stdout[-3000:]}"
+        )
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def record_nbval_times(paths: list[Path], threads=(1, 2), chapters_dir: Path = CHAPTERS) -> dict:
+    """Time nbval on each chapter at each thread count and record it in ``timings.json``.
+
+    Each chapter's entry gains ``nbval_s`` and ``nbval_cpu_s``: ``{"1": seconds, "2": seconds}`` (wall
+    and CPU time of ``pytest --nbval`` on the executed notebook, kernel start included).
+    """
+    results = {}
+    for path in paths:
+        ipynb = Path(path).with_suffix(".ipynb")
+        for n in threads:
+            wall, cpu = time_nbval(ipynb, n)
+            results.setdefault(ipynb.stem, {})[str(n)] = (wall, cpu)
+            print(f"{ipynb.stem}: {n} thread(s) {wall:6.1f} s wall, {cpu:6.1f} s CPU", flush=True)
+            timings = read_timings(chapters_dir)  # re-read: make execute may have written meanwhile
+            entry = timings.setdefault(ipynb.stem, {})
+            entry.setdefault("nbval_s", {})[str(n)] = round(wall, 1)
+            entry.setdefault("nbval_cpu_s", {})[str(n)] = round(cpu, 1)
+            _write_timings(chapters_dir, timings)
+    return results
 
 
 def execute_chapter(md_path: Path, timeout: int = 900) -> Path:
@@ -243,10 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("paths", nargs="*", type=Path, help="chapter sources (default: all)")
     sub.add_parser("check-pairs", help="fail when a chapter's .ipynb is missing or stale")
     sub.add_parser("figure-index", help="write chapters/figures.md from the executed chapters")
+    tn = sub.add_parser(
+        "time-nbval", help="time nbval per chapter at 1 and 2 threads (timings.json)"
+    )
+    tn.add_argument("paths", nargs="*", type=Path, help="chapter sources (default: all)")
+    tn.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
     if args.command == "figure-index":
         (CHAPTERS / "figures.md").write_text(figure_index_markdown())
         print(f"wrote {CHAPTERS / 'figures.md'}")
+        return 0
+    if args.command == "time-nbval":
+        record_nbval_times(args.paths or chapter_sources(), tuple(args.threads))
         return 0
     if args.command == "execute":
         for md in args.paths or chapter_sources():
