@@ -558,9 +558,9 @@ class BatchedTrainer:
 
     The schedule must not depend on the total number of steps, so that a run can be continued:
     ``"constant"`` (after the warm-up) or ``"rsqrt"`` (after the warm-up ``lr · √(warmup / t)``, the
-    usual "any-time" decay). :meth:`state_dict` / :meth:`load_state_dict` (and :meth:`save` /
-    :meth:`load`) hold everything a step depends on, so a run stopped and resumed is bitwise the
-    uninterrupted run on the same machine and thread count.
+    usual "any-time" decay). :meth:`state_dict` / :meth:`load_state_dict` hold everything a step
+    depends on (:func:`train_to_convergence` saves them as checkpoints), so a run stopped and resumed
+    is bitwise the uninterrupted run on the same machine and thread count.
 
     Parameters
     ----------
