@@ -237,9 +237,10 @@ if "google.colab" in sys.modules:
         print(done.stdout[-1000:], done.stderr[-1000:], sep="\\n", file=sys.stderr)
         raise SystemExit(
             f"Could not install the book's package icl_book from {{WHEEL}}.\\n"
-            "Check that this runtime is online and run this cell again. If it still\\n"
-            "fails, this copy of the notebook is older than the book: open the chapter\\n"
-            "again from the book's web page (its Colab button opens the current one)."
+            "Check that this runtime is online and run this cell again. If it\\n"
+            "still fails, this copy of the notebook is older than the book: open\\n"
+            "the chapter again from the book's web page (its Colab button opens\\n"
+            "the current one)."
         )"""
 
 
