@@ -17,7 +17,8 @@ notebook renderer shows as the book does:
   at the end; ``{glue:}`` roles become the glued text stored in the executed notebook;
 - the book's MathJax macros (``_config.yml``) are expanded, labelled equations get ``\\tag{n}``;
 - figure captions (``mystnb.figure`` cell metadata) follow their figure as "*Fig. 3.2.* caption";
-- solutions are collapsed: prose in ``<details>``, code cells ``source_hidden`` and Colab form cells.
+- solutions are collapsed: prose in ``<details>``, code cells ``source_hidden`` and Colab form cells,
+  shipped without their outputs (Colab would show them under the hidden code).
 
 Numbers and titles come from the Sphinx environment of a build of the book (``_build/.doctrees``, or a
 ``--build-dir`` of your own), so they are those of the web pages. Any construct the converter does not
@@ -952,6 +953,9 @@ def convert_notebook(index: BookIndex, src, stem: str) -> nbformat.NotebookNode:
         if "hide-output" in tags:
             meta.setdefault("jupyter", {})["outputs_hidden"] = True
         if conv.solution is not None:
+            # Colab shows a form cell's outputs even while its code is hidden: a solution's printed
+            # table would give the answer away, so the edition ships it unrun (run it to see).
+            code.outputs, code.execution_count = [], None
             code.source = SOLUTION_TITLE + "\n" + code.source
             meta.setdefault("jupyter", {})["source_hidden"] = True
             meta["cellView"] = "form"

@@ -105,6 +105,7 @@ def test_solutions_collapsed_and_code_unchanged(path):
             assert cell.source.startswith(editions.SOLUTION_TITLE), cell.source[:80]
             assert cell.metadata["jupyter"]["source_hidden"] is True
             assert cell.metadata["cellView"] == "form"
+            assert cell.outputs == [], "a solution's outputs would give the answer away in Colab"
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             assert "<details open" not in cell.source
