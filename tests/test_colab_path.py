@@ -303,7 +303,9 @@ def _run_in_fresh_venv(tmp_path, notebook):
     code = [c for c in done.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code)
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
-    prefix, module, isolated = code[-1].outputs[0]["text"].split()
+    # the last cell's three printed lines may arrive as one stream output or several
+    printed = "".join(o.get("text", "") for o in code[-1].outputs if o.output_type == "stream")
+    prefix, module, isolated = printed.split()
     assert isolated == "True", "the fresh venv sees packages the wheel does not declare"
     assert Path(prefix).resolve() == venv.resolve()
     assert Path(module).resolve().is_relative_to(site.resolve()), module
