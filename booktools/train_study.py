@@ -43,6 +43,12 @@ def _checkpoint(folder: Path, study: str, cohort) -> Path:
 
 
 def train(study: str, names, folder: Path, max_steps: int | None) -> None:
+    known = [c.name for c in cohorts(study)]
+    unknown = sorted(set(names or ()) - set(known))
+    if unknown:  # a misspelt cohort would otherwise train nothing and exit quietly
+        raise SystemExit(
+            f"--cohorts must name cohorts of {study} ({', '.join(known)}), got {unknown}"
+        )
     for cohort in cohorts(study):
         if names is not None and cohort.name not in names:
             continue

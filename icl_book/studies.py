@@ -188,9 +188,19 @@ def _glu_cohorts() -> list[Cohort]:
     # float32: the models are tiny and the validation error's standard error is ~1e-2 relative,
     # far above float32 rounding; it trains twice as fast as float64
     common = dict(batch_size=256, warmup=250, clip_grad=1.0, dtype="float32")
+    lsa = tuple(
+        RunSpec("lsa", task, 100, seed, 0.01)
+        for task in ("quadratic", "mixed")
+        for seed in range(5)
+    )
+    mixed = tuple(
+        RunSpec("block", "mixed", 100, seed, 0.01, n_scratch=16, hidden=16) for seed in range(5)
+    )
     return [
         Cohort("block16", tuple(blocks16), **common),
         Cohort("block10", tuple(blocks10), **common),
+        Cohort("lsa", lsa, **common),
+        Cohort("mixed", mixed, **common),
     ]
 
 

@@ -191,6 +191,19 @@ def test_study_runs_started_at_the_construction_are_the_construction():
     np.testing.assert_allclose(pred, exact, rtol=1e-10, atol=1e-12)
 
 
+def test_every_model_the_chapters_train_has_a_cohort():
+    """Chapter 5's LSA layers and mixed-target blocks, chapter 6's stacks and learned BCD (issue 28)."""
+    names = {s: {c.name for c in studies.cohorts(s)} for s in studies.STUDIES}
+    assert {"block16", "block10", "lsa", "mixed"} <= names["glu"]
+    assert {"deep1", "deep2", "deep4", "deep8", "deep1-d5", "lbcd10-cubic"} <= names["depth"]
+    lsa = next(c for c in studies.cohorts("glu") if c.name == "lsa")
+    assert {r.task for r in lsa.runs} == {"quadratic", "mixed"}
+    from booktools.train_study import main
+
+    with pytest.raises(SystemExit, match="--cohorts must name cohorts of glu"):
+        main(["train", "glu", "--cohorts", "lsa", "misspelt"])
+
+
 def test_study_names_seeds_and_validation_sets():
     for name in studies.STUDIES:
         runs = [r for c in studies.cohorts(name) for r in c.runs]
