@@ -927,9 +927,8 @@ def train_to_convergence(
             # a larger bound than last time continues the unconverged runs
             if not rec.converged and rec.steps < max_steps:
                 rec.finished = False
-    for i, n in enumerate(
-        names
-    ):  # a stopped run is at its checkpoint: its errors can be recomputed
+    # a stopped run is at its checkpoint, so its per-prompt errors there can be recomputed
+    for i, n in enumerate(names):
         rec = records[n]
         if n not in errors and rec.eval_steps and trainer.steps[i] == rec.steps:
             errors[n] = _val_errors(trainer, i, val_prompts[n])
