@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,7 @@ from .tasks import (
     sample_polynomial_prompts,
     sample_quadratic_prompts,
 )
-from .train import ConvergenceRecord, Member
+from .train import BatchedTrainer, ConvergenceRecord, Member, train_to_convergence
 
 __all__ = [
     "RunSpec",
@@ -58,6 +58,8 @@ __all__ = [
     "members",
     "StudyRun",
     "load_study",
+    "train_study",
+    "study_trainer",
     "study_path",
     "study_arrays",
 ]
@@ -133,6 +135,7 @@ class Cohort:
     batch_size: int
     warmup: int
     clip_grad: float | None
+    decay_start: int = 0
     first_check: int = 1000
     max_steps: int = 32_000
     val_size: int = 5000
@@ -339,6 +342,7 @@ def members(cohort: Cohort) -> list[Member]:
             r.lr,
             cohort.warmup,
             r.batch_size or None,
+            cohort.decay_start,
         )
         for r in cohort.runs
     ]
@@ -379,6 +383,62 @@ def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
     return out
 
 
+def study_trainer(cohort: Cohort) -> BatchedTrainer:
+    """The untrained :class:`~icl_book.train.BatchedTrainer` of ``cohort`` (its runs' initial models)."""
+    return BatchedTrainer(
+        members(cohort),
+        batch_size=cohort.batch_size,
+        schedule="rsqrt",
+        clip_grad=cohort.clip_grad,
+        dtype=cohort.torch_dtype,
+    )
+
+
+def train_study(
+    study: str,
+    *,
+    checkpoints: str | Path = ".studies",
+    names=None,
+    max_steps: int | None = None,
+    log=print,
+) -> dict[str, StudyRun]:
+    """Train the cohorts of ``study`` under the convergence protocol; return their runs.
+
+    What the chapters' ``RETRAIN = True`` and ``python -m booktools.train_study train`` run. Each cohort
+    saves a checkpoint ``<checkpoints>/<study>_<cohort>.pt`` as it trains and resumes from it, so a
+    study (CPU-hours: the chapters say how many) can be trained across several sittings. ``names``
+    restricts training to some cohorts; ``max_steps`` overrides the bound (a larger bound continues
+    the runs that stopped unconverged). The runs are returned as :func:`load_study` returns them.
+    """
+    known = [c.name for c in cohorts(study)]
+    unknown = sorted(set(names or ()) - set(known))
+    if unknown:  # a misspelt cohort would otherwise train nothing, quietly
+        raise ValueError(f"names must be cohorts of {study} ({', '.join(known)}), got {unknown}")
+    folder = Path(checkpoints)
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    for cohort in cohorts(study):
+        if names is not None and cohort.name not in names:
+            continue
+        if max_steps is not None:
+            cohort = replace(cohort, max_steps=max_steps)
+        trainer = study_trainer(cohort)
+        records = train_to_convergence(
+            trainer,
+            {r.name: validation_prompts(cohort, r) for r in cohort.runs},
+            first_check=cohort.first_check,
+            max_steps=cohort.max_steps,
+            checkpoint=str(folder / f"{study}_{cohort.name}.pt"),
+            log=None if log is None else (lambda line, c=cohort.name: log(f"[{c}] {line}")),
+        )
+        arrays.update(study_arrays(cohort, trainer, records))
+        if log is not None:
+            n_conv = sum(r.converged for r in records.values())
+            cpu_h = float(np.sum(trainer.cpu_seconds)) / 3600
+            log(f"{cohort.name}: {n_conv}/{len(records)} converged, {cpu_h:.2f} CPU-hours")
+    return _runs(arrays)
+
+
 def load_study(study: str, *, path: str | Path | None = None) -> dict[str, StudyRun]:
     """The trained runs of a shipped study, by run name (models in float64, eval mode)."""
     path = study_path(study) if path is None else Path(path)
@@ -388,6 +448,10 @@ def load_study(study: str, *, path: str | Path | None = None) -> dict[str, Study
         )
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
+    return _runs(arrays)
+
+
+def _runs(arrays: dict[str, np.ndarray]) -> dict[str, StudyRun]:
     out = {}
     for key in sorted(k[: -len("/spec")] for k in arrays if k.endswith("/spec")):
         spec = RunSpec(**json.loads(str(arrays[f"{key}/spec"])))

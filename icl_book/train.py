@@ -530,8 +530,9 @@ class Member:
 
     ``model`` holds the initial weights (every member of one trainer has the same architecture);
     ``sample_prompts(rng, batch_size) -> Prompts`` draws its training batches from
-    ``np.random.default_rng(seed)`` and nothing else; ``lr`` is its peak learning rate and ``warmup``
-    its linear warm-up; ``batch_size`` its prompts per step (the trainer's when ``None``: e.g. fewer
+    ``np.random.default_rng(seed)`` and nothing else; ``lr`` is its peak learning rate, ``warmup``
+    its linear warm-up and ``decay_start`` the step at which the ``"rsqrt"`` decay begins (the peak is
+    held until ``max(warmup, decay_start)``); ``batch_size`` its prompts per step (the trainer's when ``None``: e.g. fewer
     prompts for longer contexts, the same number of tokens). ``name`` identifies it in results and
     checkpoints.
     """
@@ -543,6 +544,7 @@ class Member:
     lr: float
     warmup: int = 0
     batch_size: int | None = None
+    decay_start: int = 0
 
 
 class BatchedTrainer:
@@ -557,8 +559,9 @@ class BatchedTrainer:
     (``tests/test_train.py``).
 
     The schedule must not depend on the total number of steps, so that a run can be continued:
-    ``"constant"`` (after the warm-up) or ``"rsqrt"`` (after the warm-up ``lr · √(warmup / t)``, the
-    usual "any-time" decay). :meth:`state_dict` / :meth:`load_state_dict` hold everything a step
+    ``"constant"`` (after the warm-up) or ``"rsqrt"`` (``lr · √(τ / t)`` after ``τ = max(warmup,
+    decay_start)`` steps, the usual "any-time" decay; a later ``decay_start`` keeps a larger step
+    size for long runs, which a decay tied to a short warm-up starves). :meth:`state_dict` / :meth:`load_state_dict` hold everything a step
     depends on (:func:`train_to_convergence` saves them as checkpoints), so a run stopped and resumed
     is bitwise the uninterrupted run on the same machine and thread count.
 
@@ -622,6 +625,7 @@ class BatchedTrainer:
                 raise TypeError(f"member {m.name!r}: sample_prompts must be callable")
             positive_float(f"member {m.name!r}: lr", m.lr)
             nonnegative_int(f"member {m.name!r}: warmup", m.warmup)
+            nonnegative_int(f"member {m.name!r}: decay_start", m.decay_start)
             nonnegative_int(f"member {m.name!r}: seed", m.seed)
             if m.batch_size is not None:
                 positive_int(f"member {m.name!r}: batch_size", m.batch_size)
@@ -647,9 +651,10 @@ class BatchedTrainer:
         m = self.members[index]
         if step < m.warmup:
             return m.lr * (step + 1) / m.warmup
-        if self.schedule == "constant" or m.warmup == 0:
+        tau = max(m.warmup, m.decay_start)
+        if self.schedule == "constant" or tau == 0 or step + 1 <= tau:
             return m.lr
-        return m.lr * math.sqrt(m.warmup / (step + 1))
+        return m.lr * math.sqrt(tau / (step + 1))
 
     def step(self, active=None) -> np.ndarray:
         """One Adam update of the members in ``active`` (indices; all by default).

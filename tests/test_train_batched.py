@@ -200,7 +200,7 @@ def test_every_model_the_chapters_train_has_a_cohort():
     assert {r.task for r in lsa.runs} == {"quadratic", "mixed"}
     from booktools.train_study import main
 
-    with pytest.raises(SystemExit, match="--cohorts must name cohorts of glu"):
+    with pytest.raises(SystemExit, match="names must be cohorts of glu"):
         main(["train", "glu", "--cohorts", "lsa", "misspelt"])
 
 
@@ -272,3 +272,56 @@ def test_runs_decided_by_the_unpaired_rule_are_decided_again(tmp_path):
     ]
     assert out.eval_steps == [10, 20, 40] and not out.converged and out.finished
     assert np.isnan(out.change_se[0]) and np.isfinite(out.change_se[-1])
+
+
+def test_rsqrt_decay_starts_at_decay_start_and_defaults_to_the_warmup():
+    m = block_members()[0]
+    late = Member("late", m.model, m.sample_prompts, 1, 0.01, warmup=5, decay_start=100)
+    trainer = BatchedTrainer([m, late], batch_size=4)
+    # default: the peak at the end of the warm-up, then lr·√(warmup / t) (the shipped glu runs)
+    assert trainer.lr_at(0, 4) == pytest.approx(m.lr)
+    assert trainer.lr_at(0, 79) == pytest.approx(m.lr * np.sqrt(5 / 80))
+    # decay_start holds the peak until step 100, then lr·√(100 / t)
+    assert trainer.lr_at(1, 2) == pytest.approx(0.01 * 3 / 5)
+    assert trainer.lr_at(1, 99) == pytest.approx(0.01)
+    assert trainer.lr_at(1, 399) == pytest.approx(0.01 * 0.5)
+    with pytest.raises(ValueError, match="decay_start"):
+        BatchedTrainer(
+            [Member("bad", m.model, m.sample_prompts, 1, 0.01, decay_start=-1)], batch_size=4
+        )
+
+
+def test_train_study_trains_and_returns_what_load_study_reads(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    run = studies.RunSpec("lsa", "quadratic", 20, 0, 0.01)
+    tiny = studies.Cohort(
+        "tiny",
+        (run,),
+        batch_size=8,
+        warmup=2,
+        clip_grad=1.0,
+        first_check=4,
+        max_steps=8,
+        val_size=50,
+    )
+    monkeypatch.setitem(studies.STUDIES, "tiny", [tiny])
+    lines = []
+    runs = studies.train_study("tiny", checkpoints=tmp_path, log=lines.append)
+    assert (tmp_path / "tiny_tiny.pt").exists() and lines
+    (trained,) = runs.values()
+    assert trained.spec == run and trained.record.finished and trained.record.eval_steps[0] == 4
+    np.savez(tmp_path / "s.npz", **studies.study_arrays(tiny, *_resumed(tiny, tmp_path)))
+    (loaded,) = studies.load_study("tiny", path=tmp_path / "s.npz").values()
+    for a, b in zip(trained.model.parameters(), loaded.model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="names must be cohorts of tiny"):
+        studies.train_study("tiny", checkpoints=tmp_path, names=["nope"])
+
+
+def _resumed(cohort, folder):
+    saved = torch.load(folder / f"tiny_{cohort.name}.pt", weights_only=False)
+    trainer = studies.study_trainer(cohort)
+    trainer.load_state_dict(saved["trainer"])
+    from icl_book.train import ConvergenceRecord
+
+    return trainer, {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
