@@ -91,3 +91,20 @@ def test_mixed_preconditioner_is_the_pooled_fit_and_no_better_than_per_n():
         assert err["own"] <= err["mixed"] * 1.02, (n, err)
     with pytest.raises(ValueError, match="batches must hold"):
         estimators.fit_mixed_preconditioner([], phi)
+
+
+@pytest.mark.parametrize("ridge", [1e-3, 0.7, 30.0])
+def test_feature_ridge_is_kernel_ridge_in_its_primal_form(ridge):
+    """φ(x)·φ(x') with the monomial degree-≤2 map is chapter 5's GLU kernel x·x' + (x·x')²."""
+    from icl_book.features import feature_map
+
+    q = prompts(50, 12, 3)
+    primal = estimators.feature_ridge_predict(
+        *q[:3], lambda x: feature_map(x, 2, kind="monomial"), ridge
+    )
+    dual = estimators.kernel_ridge_predict(*q[:3], estimators.glu_kernel(), ridge)
+    np.testing.assert_allclose(primal, dual, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ValueError, match="ridge"):
+        estimators.feature_ridge_predict(*q[:3], lambda x: x, 0.0)
+    with pytest.raises(TypeError, match="features"):
+        estimators.feature_ridge_predict(*q[:3], "monomial", 1.0)
