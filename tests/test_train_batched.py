@@ -325,3 +325,16 @@ def _resumed(cohort, folder):
     from icl_book.train import ConvergenceRecord
 
     return trainer, {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
+
+
+def test_select_runs_matches_fields_and_refuses_typos_and_empty_selections(tmp_path, monkeypatch):
+    runs = {}
+    for seed in (2, 0, 1):
+        spec = studies.RunSpec("lsa", "quadratic", 20, seed, 0.01)
+        runs[spec.name] = studies.StudyRun(spec, None, None, 0.0, np.zeros(0))
+    picked = studies.select_runs(runs, model="lsa", context_len=20)
+    assert [r.spec.seed for r in picked] == [0, 1, 2]
+    with pytest.raises(ValueError, match="fields must be RunSpec fields"):
+        studies.select_runs(runs, context=20)
+    with pytest.raises(ValueError, match="no run matches"):
+        studies.select_runs(runs, context_len=21)
