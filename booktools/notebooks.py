@@ -112,17 +112,20 @@ def _write_timings(chapters_dir: Path, timings: dict) -> None:
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def time_nbval(ipynb: Path, threads: int, root: Path = ROOT) -> tuple[float, float]:
+def time_nbval(ipynb: Path, threads: int | None, root: Path = ROOT) -> tuple[float, float]:
     """``(wall seconds, CPU seconds)`` of nbval on one executed chapter with ``threads`` BLAS threads.
 
-    CPU seconds are those of the pytest process and the kernel it started and reaped; a failing nbval
-    run raises ``RuntimeError`` (a time of a broken chapter means nothing).
+    ``threads=None`` leaves the thread count to the libraries' default (every core: what a student
+    running the notebook gets). CPU seconds are those of the pytest process and the kernel it started
+    and reaped; a failing nbval run raises ``RuntimeError`` (a time of a broken chapter means nothing).
     """
     import resource
     import subprocess
     import time
 
-    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARIABLES})
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    if threads is not None:
+        env.update({v: str(threads) for v in THREAD_VARIABLES})
     env.pop("MPLBACKEND", None)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval"]
     cmd += ["--nbval-sanitize-with", str(Path(root) / "nbval_sanitize.cfg"), str(ipynb)]
@@ -143,19 +146,21 @@ def record_nbval_times(paths: list[Path], threads=(1, 2), chapters_dir: Path = C
     """Time nbval on each chapter at each thread count and record it in ``timings.json``.
 
     Each chapter's entry gains ``nbval_s`` and ``nbval_cpu_s``: ``{"1": seconds, "2": seconds}`` (wall
-    and CPU time of ``pytest --nbval`` on the executed notebook, kernel start included).
+    and CPU time of ``pytest --nbval`` on the executed notebook, kernel start included); a thread count
+    of ``None`` (the libraries' default) is recorded under ``"default"``.
     """
     results = {}
     for path in paths:
         ipynb = Path(path).with_suffix(".ipynb")
         for n in threads:
             wall, cpu = time_nbval(ipynb, n)
-            results.setdefault(ipynb.stem, {})[str(n)] = (wall, cpu)
-            print(f"{ipynb.stem}: {n} thread(s) {wall:6.1f} s wall, {cpu:6.1f} s CPU", flush=True)
+            key = "default" if n is None else str(n)
+            results.setdefault(ipynb.stem, {})[key] = (wall, cpu)
+            print(f"{ipynb.stem}: {key} thread(s) {wall:6.1f} s wall, {cpu:6.1f} s CPU", flush=True)
             timings = read_timings(chapters_dir)  # re-read: make execute may have written meanwhile
             entry = timings.setdefault(ipynb.stem, {})
-            entry.setdefault("nbval_s", {})[str(n)] = round(wall, 1)
-            entry.setdefault("nbval_cpu_s", {})[str(n)] = round(cpu, 1)
+            entry.setdefault("nbval_s", {})[key] = round(wall, 1)
+            entry.setdefault("nbval_cpu_s", {})[key] = round(cpu, 1)
             _write_timings(chapters_dir, timings)
     return results
 
