@@ -3,7 +3,14 @@
 Each coding exercise ``<chapter>-ex<N>`` has a check ``check_<chapter>_ex<N>(answer)`` that
 
 - prints ``"<chapter>-ex<N>: correct"`` and returns a truthy :class:`Passed` on a correct answer,
-- raises :class:`CheckFailed` with a *hint* on a wrong one (never the solution itself).
+- raises :class:`CheckFailed` with a *hint* on a wrong one (never the solution itself), and
+  :class:`NotAnswered` (a :class:`CheckFailed`) while the answer is still the stub.
+
+In a notebook a :class:`CheckFailed` shows only its message (IPython's ``_render_traceback_``), not a
+traceback through this module. A student edition calls :func:`continue_when_unanswered` so that "Run all"
+on an untouched notebook reaches the end: an unanswered check then prints ``<label>: not implemented yet``
+and returns a falsy :class:`Unanswered` instead of raising (never under nbgrader's autograder, nor in
+``booktools.assignments grade``, which call the checks in their own process).
 
 The chapters call the check right after the exercise's solution cell; ``booktools.assignments`` grades
 a submission by which checks pass. A check must not be fooled by the stub a student notebook starts with
@@ -15,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import re
 from math import ceil, comb
 
 import numpy as np
@@ -38,6 +47,7 @@ from .tasks import sample_linear_prompts
 from .theory import equivalent_linear_task, icl_error, idg_error
 
 __all__ = ["CheckFailed", "Passed", "passed", "call_answer", "require_close"]
+__all__ += ["NotAnswered", "Unanswered", "continue_when_unanswered"]
 __all__ += ["check_hermite_ex1", "check_hermite_ex3"]  # hermite
 __all__ += ["check_lsa_ex1", "check_lsa_ex2", "check_lsa_ex4"]  # lsa
 __all__ += ["check_nonlinear_ex1", "check_nonlinear_ex3"]  # nonlinear
@@ -51,7 +61,71 @@ __all__ += [
 
 
 class CheckFailed(AssertionError):
-    """A check did not pass; the message is a hint for the student."""
+    """A check did not pass; the message is a hint for the student.
+
+    IPython shows an exception with ``_render_traceback_`` as the lines that method returns: the hint
+    is the cell's one output line instead of the last line of a 20-line traceback through checks.py.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+class NotAnswered(CheckFailed):
+    """The answer is still the stub: a function raising ``NotImplementedError``, or ``None``."""
+
+
+class Unanswered:
+    """What an unanswered check returns after :func:`continue_when_unanswered`: falsy, and invisible as
+    a cell's result (the check printed its one line)."""
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Unanswered({self.label!r})"
+
+    def _ipython_display_(self) -> None:
+        """Display nothing."""
+
+
+_CONTINUE_WHEN_UNANSWERED = False
+
+
+def continue_when_unanswered(enabled: bool = True) -> bool:
+    """Let unanswered checks print ``<label>: not implemented yet`` and return :class:`Unanswered`
+    instead of raising :class:`NotAnswered`, so that "Run all" on a student notebook reaches its end
+    (a raising cell stops it). Wrong answers still raise :class:`CheckFailed` with their hint.
+
+    Student editions call it in their second code cell. It is a no-op under nbgrader's autograder and
+    validator (``NBGRADER_EXECUTION`` is set), which score a check cell by whether it raises. Returns
+    whether unanswered checks now continue. ``enabled`` must be a bool.
+    """
+    global _CONTINUE_WHEN_UNANSWERED
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+    _CONTINUE_WHEN_UNANSWERED = enabled and not os.environ.get("NBGRADER_EXECUTION")
+    return _CONTINUE_WHEN_UNANSWERED
+
+
+def _reports_unanswered(check):
+    """Wrap a ``check_*``: with :func:`continue_when_unanswered` on, :class:`NotAnswered` is printed and
+    an :class:`Unanswered` returned; otherwise the check is unchanged."""
+
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except NotAnswered as exc:
+            if not _CONTINUE_WHEN_UNANSWERED:
+                raise
+            print(exc)
+            return Unanswered(str(exc).split(":", 1)[0])
+
+    return run
 
 
 class Passed:
@@ -81,12 +155,14 @@ def passed(label: str) -> Passed:
 
 def call_answer(label: str, func, *args, **kwargs):
     """Call a student's function; any exception becomes a :class:`CheckFailed` naming the exercise."""
+    if func is None:  # an answer variable still at its stub value
+        raise NotAnswered(f"{label}: not implemented yet (your function is still None)")
     if not callable(func):
         raise CheckFailed(f"{label}: expected a function, got {type(func).__name__}")
     try:
         return func(*args, **kwargs)
     except NotImplementedError:
-        raise CheckFailed(
+        raise NotAnswered(
             f"{label}: not implemented yet (replace the NotImplementedError stub)"
         ) from None
     except (
@@ -270,7 +346,7 @@ def check_nonlinear_ex3(design_teacher) -> Passed:
         try:
             got = equivalent_linear_task(f, rho)
         except NotImplementedError:
-            raise CheckFailed(
+            raise NotAnswered(
                 f"{label}: not implemented yet (replace the NotImplementedError stub)"
             ) from None
         except Exception as exc:  # the student's f crashed or has no finite second moment
@@ -390,6 +466,13 @@ def check_lsa_ex4(
     """
 
     label = "lsa-ex4"
+    unanswered = [
+        n
+        for n, v in [("gamma_predicted", gamma_predicted), ("predict_learned", predict_learned)]
+        if v is None
+    ]
+    if unanswered:  # the student edition sets both to None above the solution
+        raise NotAnswered(f"{label}: not implemented yet ({' and '.join(unanswered)} still None)")
     cov = np.asarray(input_cov, dtype=np.float64)
     expected = optimal_preconditioner(cov, context_len, noise_var)
     require_close(
@@ -675,3 +758,11 @@ def check_depth_ex3(min_layers) -> Passed:
                 "token of this width have, and how many features of degree 1..p must be written in one cycle?"
             )
     return passed(label)
+
+
+# Keep this at the end of the module: every check above reports an unanswered exercise without
+# raising once continue_when_unanswered() is on (the student editions' "Run all").
+for _name, _check in list(globals().items()):
+    if re.fullmatch(r"check_\w+_ex\d+", _name) and getattr(_check, "__module__", "") == __name__:
+        globals()[_name] = _reports_unanswered(_check)
+del _name, _check
