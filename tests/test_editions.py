@@ -112,6 +112,7 @@ def test_solutions_collapsed_and_code_unchanged(path):
     assert n_solutions > 0
     assert "kernelspec" in nb.metadata and "jupytext" not in nb.metadata
     assert nb.cells[0].source.startswith("# "), "the edition starts with the chapter title"
+    # its content (this version's install cell) is checked by tests/test_colab_path.py
     assert "google.colab" in code[0].source and code[0].metadata.get("tags") == ["remove-cell"]
 
 

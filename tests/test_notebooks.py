@@ -55,13 +55,26 @@ def test_pair_check_detects_a_missing_or_unexecuted_notebook(tmp_path):
     assert "missing" in notebooks.pair_problems(tmp_path)[0]
 
 
-@pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)
-def test_colab_install_cell_is_hidden_and_colab_only(md):
-    """Where the cell installs from (the wheel of this version on the configured site) is checked by
-    tests/test_colab_path.py::test_every_install_cell_pins_this_package_version_on_the_configured_site."""
+@pytest.mark.parametrize(
+    "md",
+    [
+        pytest.param(
+            md,
+            id=md.stem,
+            # see tests/test_colab_path.py: INSTALL_CELL_PENDING
+            marks=[pytest.mark.xfail(strict=True, reason="install-cells 05 06 not run yet")]
+            if md.stem in {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
+            else [],
+        )
+        for md in notebooks.chapter_sources()
+    ],
+)
+def test_install_cell_is_hidden_and_installs_only_when_the_package_is_missing(md):
+    """Where the cell installs from (the wheel of this version on the configured site) and what it does
+    in a kernel are checked by tests/test_colab_path.py."""
     first_code = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
     assert "remove-cell" in first_code.metadata.get("tags", [])
-    assert 'if "google.colab" in sys.modules:' in first_code.source
+    assert 'try:\n    importlib.import_module("icl_book")\nexcept ImportError:' in first_code.source
 
 
 @pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)

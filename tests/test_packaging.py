@@ -105,6 +105,16 @@ def test_setuptools_bound_covers_the_spdx_licence():
     assert lowest >= Version("77"), f"{req} allows setuptools without PEP 639 support"
 
 
+def test_readme_says_what_installs():
+    """No ``icl-book`` distribution exists on PyPI: the README names the wheel the notebooks install."""
+    from booktools import editions
+
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install icl-book" not in readme
+    urls = re.findall(r"https://\S+?\.whl", readme)
+    assert urls and set(urls) == {editions.wheel_url(ROOT)}, urls
+
+
 # --------------------------------------------------------------------------------------------------
 # With the package index: the newest setuptools, and the lowest versions the bounds allow
 # --------------------------------------------------------------------------------------------------
