@@ -8,9 +8,13 @@ Two commands (run from the repository root)::
 ``build`` writes, per chapter ``NN_slug``,
 
 - ``DIR/student/NN_slug.ipynb``: solution code between ``### BEGIN SOLUTION`` / ``### END SOLUTION``
-  replaced by ``raise NotImplementedError()`` at the same indentation, solution prose
-  (``{solution-start}`` ... ``{solution-end}``) and unmarked solution code cells removed, a
-  ``YOUR ANSWER HERE`` cell for written exercises, outputs cleared; install cell and checks kept;
+  replaced by ``raise NotImplementedError()`` at the same indentation (inside a function), or by
+  ``# YOUR CODE HERE`` alone in a cell whose regions are all at the top level, where a ``raise`` would
+  stop "Run all"; solution prose (``{solution-start}`` ... ``{solution-end}``) and unmarked solution
+  code cells removed, a ``YOUR ANSWER HERE`` cell for written exercises, outputs cleared; install
+  cell and checks kept, and a cell after the install cell that lets unanswered checks report
+  "not implemented yet" instead of raising (``icl_book.checks.continue_when_unanswered``), so "Run
+  all" on an untouched student notebook reaches the end;
 - ``DIR/instructor/NN_slug.ipynb``: everything, with the executed outputs;
 - ``DIR/nbgrader/source/NN_slug/NN_slug.ipynb``: the student notebook *with* the marked solutions, i.e. an
   nbgrader source notebook whose ``nbgrader generate_assignment`` release is the student notebook.
@@ -80,6 +84,19 @@ CODE_STUB = (
     "# YOUR CODE HERE",
     STUB,
 )  # nbgrader's ClearSolutions.code_stub["python"], line by line
+#: The stub of a cell whose solution regions are all at the top level. nbgrader's stub would raise
+#: there and stop "Run all"; such a cell is therefore a plain cell (no nbgrader metadata, so nbgrader
+#: releases it as it is) holding this stub, in the nbgrader source too. Its answer variables keep the
+#: values set above the region (None), for which the checks report "not implemented yet".
+TOP_LEVEL_STUB = ("# YOUR CODE HERE",)
+#: The student edition's second code cell (after the install cell).
+CONTINUE_CELL = (
+    "# Student edition: a check whose exercise you have not answered yet says so and\n"
+    '# lets "Run all" go on; a wrong answer stops there with a hint.\n'
+    "from icl_book.checks import continue_when_unanswered\n"
+    "\n"
+    "continue_when_unanswered()"
+)
 #: The first line of a collapsed solution code cell in the plain-notebook edition (booktools.editions).
 SOLUTION_TITLE = "# @title Solution (click to show)"
 ANSWER_STUB = (
@@ -272,9 +289,9 @@ def load_notebook(path: str | os.PathLike):
 # --------------------------------------------------------------------------------------------------
 # Reading the conventions: solution markers, solution blocks, exercises, check cells
 # --------------------------------------------------------------------------------------------------
-def stub_solution(source: str) -> tuple[str, int]:
-    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region by nbgrader's stub
-    (``# YOUR CODE HERE`` and ``raise NotImplementedError()``).
+def stub_solution(source: str, stub: tuple[str, ...] = CODE_STUB) -> tuple[str, int]:
+    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region by ``stub``, by default
+    nbgrader's (``# YOUR CODE HERE`` and ``raise NotImplementedError()``).
 
     The stub keeps the indentation of the BEGIN marker; lines outside the regions are kept.
     Returns ``(new_source, number_of_regions)``. Raises :class:`AssignmentError` on unbalanced markers.
@@ -287,7 +304,7 @@ def stub_solution(source: str) -> tuple[str, int]:
                 raise AssignmentError("nested ### BEGIN SOLUTION")
             in_solution, regions = True, regions + 1
             indent = line[: len(line) - len(line.lstrip())]
-            out.extend(indent + stub for stub in CODE_STUB)
+            out.extend(indent + line for line in stub)
         elif stripped == END_SOLUTION:
             if not in_solution:
                 raise AssignmentError("### END SOLUTION without ### BEGIN SOLUTION")
@@ -301,6 +318,18 @@ def stub_solution(source: str) -> tuple[str, int]:
 
 def _has_markers(source: str) -> bool:
     return any(line.strip() in (BEGIN_SOLUTION, END_SOLUTION) for line in source.split("\n"))
+
+
+def _top_level_regions(source: str) -> bool:
+    """Whether every solution region of ``source`` starts at the top level (no indentation).
+    Raises :class:`AssignmentError` when some do and some do not: their stubs differ."""
+    begins = [line for line in source.split("\n") if line.strip() == BEGIN_SOLUTION]
+    top = [not line[:1].isspace() for line in begins]
+    if any(top) and not all(top):
+        raise AssignmentError(
+            "a cell mixes top-level and indented solution regions: put them in separate cells"
+        )
+    return bool(top) and all(top)
 
 
 _CHECK_NAME_RE = re.compile(r"^check_(?P<short>[A-Za-z0-9_]+?)_ex(?P<n>\d+)$")
@@ -639,6 +668,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 new = nbformat.v4.new_code_cell(p.source)
                 new.metadata = copy.deepcopy(p.cell.get("metadata", {}))
                 new.metadata.pop("execution", None)
+                top_level = False
                 if p.role == "solution-code":
                     # The plain edition collapses solution code (a Colab form, source_hidden); the
                     # student must see the stub: expanded, without the "Solution" title.
@@ -651,8 +681,17 @@ def _edition(nb, edition: str, source_name: str | None = None):
                     jupyter.pop("source_hidden", None)
                     if not jupyter:
                         new.metadata.pop("jupyter", None)
+                    top_level = _top_level_regions(new.source)
+                    if top_level:  # see TOP_LEVEL_STUB
+                        new.source, _ = stub_solution(new.source, TOP_LEVEL_STUB)
                 if p.role in ("check", "solution-code"):
-                    new.metadata["nbgrader"] = grading_metadata(p)
+                    # computed for every solution cell, so that grade ids match the instructor's
+                    meta = grading_metadata(p)
+                    if not top_level:
+                        new.metadata["nbgrader"] = meta
+                    else:  # a plain cell; the id says whose answer it holds (sample_submission)
+                        new.metadata.pop("nbgrader", None)
+                        new.metadata["icl_book"] = {"answer": meta["grade_id"]}
                 else:
                     new.metadata.pop("nbgrader", None)
                 cells.append(new)
@@ -670,11 +709,16 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 cells.append(answer)
         if cells:
             note = nbformat.v4.new_markdown_cell(
-                "> **Student edition.** Replace every `raise NotImplementedError()` by your code and every "
-                f"*{ANSWER_STUB}* by your answer. Each check cell prints `<exercise>: correct` when "
-                "your answer is right, or a hint when it is not."
+                "> **Student edition.** Write your code where it says `# YOUR CODE HERE` (replacing the "
+                f"`raise NotImplementedError()` under it, if any) and your answer in place of *{ANSWER_STUB}*. "
+                "Each check cell prints `<exercise>: correct` when your answer is right and "
+                '`<exercise>: not implemented yet` while it is not written ("Run all" goes on); '
+                "a wrong answer stops there with a hint."
             )
             cells.insert(1, note)
+            first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), None)
+            if first_code is not None:  # after the install cell, which installs icl_book
+                cells.insert(first_code + 1, nbformat.v4.new_code_cell(CONTINUE_CELL))
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i:03d}"
     out.cells = cells
@@ -779,8 +823,10 @@ def sample_submission(release, instructor, solved):
     for cell in sub.cells:
         if _nb_is(cell, "solution"):
             gid = cell.metadata["nbgrader"]["grade_id"]
-            if gid.split("-solution")[0] in solved:
-                cell.source = answers[gid]
+        else:  # a top-level answer cell (TOP_LEVEL_STUB) is a plain cell naming its answer
+            gid = cell.get("metadata", {}).get("icl_book", {}).get("answer")
+        if gid is not None and gid.split("-solution")[0] in solved:
+            cell.source = answers[gid]
     return sub
 
 

@@ -95,20 +95,19 @@ class Unanswered:
 _CONTINUE_WHEN_UNANSWERED = False
 
 
-def continue_when_unanswered(enabled: bool = True) -> bool:
+def continue_when_unanswered(enabled: bool = True) -> None:
     """Let unanswered checks print ``<label>: not implemented yet`` and return :class:`Unanswered`
     instead of raising :class:`NotAnswered`, so that "Run all" on a student notebook reaches its end
     (a raising cell stops it). Wrong answers still raise :class:`CheckFailed` with their hint.
 
     Student editions call it in their second code cell. It is a no-op under nbgrader's autograder and
     validator (``NBGRADER_EXECUTION`` is set), which score a check cell by whether it raises. Returns
-    whether unanswered checks now continue. ``enabled`` must be a bool.
+    nothing, so that the cell calling it shows no output. ``enabled`` must be a bool.
     """
     global _CONTINUE_WHEN_UNANSWERED
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
     _CONTINUE_WHEN_UNANSWERED = enabled and not os.environ.get("NBGRADER_EXECUTION")
-    return _CONTINUE_WHEN_UNANSWERED
 
 
 def _reports_unanswered(check):

@@ -1,0 +1,224 @@
+"""What a student meets in a student edition (``booktools.assignments``), run as "Run all" does: in a
+kernel, cell after cell, stopping at the first error.
+
+- An untouched student notebook runs to its last cell, and every check cell prints one line,
+  ``<label>: not implemented yet ...``: function stubs raise ``NotImplementedError`` only when called
+  (inside the check), top-level answers keep the ``None`` set above their stub, and the edition's
+  second code cell (``continue_when_unanswered``) makes unanswered checks report instead of raise.
+- A wrong answer stops there with the hint as the cell's only output line (``CheckFailed`` renders as
+  its message in IPython), not a traceback through ``checks.py``.
+- Derivation exercises (statement opening with ``*Derivation.*``) get no code stub: their numerical
+  confirmations carry no solution markers (CONTRIBUTING), so the student edition drops them.
+
+By default the chapters whose recorded run time is at most ``BUDGET_S`` run untouched (the prologue,
+chapter 1) plus chapter 2, whose exercise 4 is the one checked top-level answer; set
+``ICL_BOOK_ALL_EDITIONS=1`` for every chapter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from booktools import assignments as A
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+BUDGET_S = 15.0
+ALWAYS = {"02_lsa_gradient_descent"}  # the top-level answer variables (lsa-ex4)
+
+
+def _student(stem):
+    path = ROOT / "chapters" / f"{stem}.ipynb"
+    return A.student_notebook(A.load_notebook(A.edition_of(path)), stem)
+
+
+def _execute(nb, tmp_path):
+    """Execute as "Run all": stop at the first error. Returns the error, or None."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        return exc
+    return None
+
+
+def _chapters():
+    timings = json.loads((ROOT / "chapters" / "timings.json").read_text())
+    params = []
+    for path in CHAPTERS:
+        seconds = timings.get(path.stem, {}).get("total_s", float("inf"))
+        run = (
+            seconds <= BUDGET_S
+            or path.stem in ALWAYS
+            or os.environ.get("ICL_BOOK_ALL_EDITIONS") == "1"
+        )
+        marks = (
+            [] if run else [pytest.mark.skip(reason=f"{seconds:.0f} s > {BUDGET_S:.0f} s budget")]
+        )
+        params.append(pytest.param(path.stem, id=path.stem, marks=marks))
+    return params
+
+
+def _printed(cell):
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.mark.slow  # a chapter's body runs (chapter 2: ~40 s)
+@pytest.mark.parametrize("stem", _chapters())
+def test_run_all_on_an_untouched_student_notebook_reaches_the_last_cell(stem, tmp_path):
+    nb = _student(stem)
+    assert A.CONTINUE_CELL in [c.source for c in nb.cells if c.cell_type == "code"]
+    error = _execute(nb, tmp_path)
+    assert error is None, f"Run all stopped: {str(error)[-1500:]}"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "a cell did not run"
+    checks = [c for c in code if A.check_call(c)]
+    assert checks, "no check cells"
+    for cell in checks:
+        label = A.check_label(A.check_call(cell))
+        lines = _printed(cell).splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{label}: not implemented yet"), lines
+        assert [o.output_type for o in cell.outputs] == ["stream"], cell.outputs
+
+
+def test_a_wrong_answer_shows_the_hint_as_its_only_output_line(tmp_path):
+    nb = _student("00_prologue")
+    (answer,) = [
+        c for c in nb.cells if c.cell_type == "code" and "def ridge_prediction" in c.source
+    ]
+    assert A.STUB in answer.source
+    # least squares instead of ridge: a typical mistake, with the check's hint about λ
+    answer.source = answer.source.replace(
+        "# YOUR CODE HERE\n    " + A.STUB,
+        "return float(x_query @ np.linalg.lstsq(xs, ys, rcond=None)[0])",
+    )
+    assert A.STUB not in answer.source
+    error = _execute(nb, tmp_path)
+    assert error is not None, "the wrong answer passed its check"
+    (check,) = [c for c in nb.cells if A.check_call(c) == "check_prologue_ex1"]
+    assert [o.output_type for o in check.outputs] == ["error"], check.outputs
+    (out,) = check.outputs
+    assert out.ename == "CheckFailed"
+    assert out.traceback == [out.evalue], "the hint arrives inside a traceback"
+    assert re.fullmatch(r"prologue-ex1: not quite\. Hint: [^\n]+", out.evalue), out.evalue
+
+
+# Chapters 5 and 6 were in another session's hands (issue 28) when these rules arrived (issue 34):
+# their demos call the stub in the same cell. Strict, so the marker must go once they are fixed.
+NOT_YET_SPLIT = {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
+
+
+def _sources():
+    return [
+        pytest.param(
+            md,
+            id=md.stem,
+            marks=[
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="chapters 5-6: move the demo out of the marked cell (CONTRIBUTING)",
+                )
+            ]
+            if md.stem in NOT_YET_SPLIT
+            else [],
+        )
+        for md in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+    ]
+
+
+def _stub_calls(source):
+    """Top-level calls, in the student's stub of ``source``, of the functions the stub leaves raising."""
+    import ast
+
+    stubbed, _ = A.stub_solution(source)
+    tree = ast.parse(stubbed)
+    raising = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            isinstance(s, ast.Raise) and "NotImplementedError" in ast.unparse(s) for s in node.body
+        )
+    }
+    calls = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) in raising:
+                calls.append(sub.func.id)
+    return calls
+
+
+@pytest.mark.parametrize("md", _sources())
+def test_no_solution_cell_calls_its_own_stub(md):
+    """A marked cell that defines a function and then uses it (a demo, a table) stops "Run all" in the
+    student edition at that call: the use belongs in a following unmarked cell of the solution block,
+    which the student edition drops."""
+    nb = A.load_notebook(md)
+    bad = [
+        (i, calls)
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and A.BEGIN_SOLUTION in cell.source
+        for calls in [_stub_calls(cell.source)]
+        if calls
+    ]
+    assert not bad, f"{md.name}: cells calling their stubbed functions: {bad}"
+
+
+def test_the_stub_call_rule_can_fail():
+    demo = "def f(k):\n    ### BEGIN SOLUTION\n    return k\n    ### END SOLUTION\n\n\nprint(f(2))"
+    assert _stub_calls(demo) == ["f"]
+    assert _stub_calls(demo.replace("print(f(2))", "g = 2")) == []
+
+
+def _exercises(md_text):
+    """``{label: statement}`` of a chapter source's ``{exercise}`` directives."""
+    found = {}
+    for m in re.finditer(r"```\{exercise\}\n((?::[^\n]*\n)*)\n(.*?)\n```", md_text, re.S):
+        label = re.search(r":label:\s*(\S+)", m[1])
+        if label:
+            found[label[1]] = m[2]
+    return found
+
+
+def _solution_code(md_text, label):
+    m = re.search(
+        r"```\{solution-start\} " + re.escape(label) + r"\n(.*?)```\{solution-end\}", md_text, re.S
+    )
+    return re.findall(r"```\{code-cell\} ipython3\n(.*?)\n```", m[1], re.S) if m else []
+
+
+@pytest.mark.parametrize("md", sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md")), ids=str)
+def test_derivation_exercises_get_no_code_stub(md):
+    text = md.read_text()
+    derivations = [
+        label for label, body in _exercises(text).items() if body.startswith("*Derivation.*")
+    ]
+    for label in derivations:
+        marked = [c for c in _solution_code(text, label) if A.BEGIN_SOLUTION in c]
+        assert not marked, (
+            f"{md.name}: {label} is a derivation, yet its solution has marked code, which becomes a "
+            "code stub in the student edition; drop the markers (CONTRIBUTING, 'Student editions')"
+        )
+
+
+def test_the_derivation_rule_sees_chapter_1s_derivation():
+    text = (ROOT / "chapters" / "01_hermite.md").read_text()
+    exercises = _exercises(text)
+    assert exercises["hermite-ex2"].startswith("*Derivation.*")
+    assert _solution_code(text, "hermite-ex2"), "its numerical confirmation is a solution cell"
+    stub = text.replace(
+        "```{code-cell} ipython3\nlhs = ", "```{code-cell} ipython3\n### BEGIN SOLUTION\nlhs = "
+    )
+    assert [c for c in _solution_code(stub, "hermite-ex2") if A.BEGIN_SOLUTION in c]
