@@ -67,8 +67,29 @@
     });
   };
 
+  // --- A formula wider than its column scrolls from the keyboard too. Its only tab stop is MathJax's
+  // mjx-container (focusable for MathJax's explorer); while it has focus, ← and → move the formula by
+  // about three characters, Home and End to its ends (keys MathJax left alone). tests/browser.py:
+  // keyboard_scroll_check presses them on every formula that scrolls.
+  const STEP_EM = 3;
+  const scrollByKey = (event) => {
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
+    const container = event.target.closest && event.target.closest("mjx-container");
+    const box = container && container.closest("span.math");
+    if (!box) return;
+    const more = overflow(box);
+    if (more <= 1) return;
+    const step = STEP_EM * parseFloat(getComputedStyle(box).fontSize);
+    const to = { ArrowRight: box.scrollLeft + step, ArrowLeft: box.scrollLeft - step, End: more, Home: 0 }[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    box.scrollLeft = Math.max(0, Math.min(more, to));
+    update(box);
+  };
+
   ready(() => {
     gluePunctuation();
+    document.addEventListener("keydown", scrollByKey);
     document.addEventListener("scroll", (e) => e.target.matches && e.target.matches(SCROLLERS) && update(e.target), true);
     window.addEventListener("resize", updateAll);
     figures().forEach((img) => (img.complete ? sizeFigure(img) : img.addEventListener("load", () => sizeFigure(img))));

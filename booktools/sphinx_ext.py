@@ -20,11 +20,21 @@
   same template), sorted by that label. A work with no recorded authors is cited by its short title (the
   entry's ``shorttitle``, else the first five words of its title) and year, in the text and in the list.
 - ∎ at the end of every proof (sphinx-proof ``prf:proof``), in the web book and in the PDF.
+- Solution cells without nbgrader's markers: the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines that
+  ``booktools.assignments`` cuts student notebooks at are authoring marks; the book's code cells (web and
+  PDF) show the solution without them.
+- The proof index (``prf-prf.html``) lists every labelled definition, theorem, proposition, conjecture and
+  remark by its number and title ("Theorem 1.2 Orthogonality"), grouped by chapter in reading order, instead
+  of sphinx-proof's internal labels and file paths.
+- A subject index: the terms of ``chapters/subject_index.yml`` are indexed (``genindex.html`` and the PDF's
+  index) at every section whose prose, heading, figure caption or theorem title uses them, one entry per term
+  and section, in bold where a heading or a definition/theorem title names the term.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,6 +47,8 @@ from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 from pybtex.style.sorting import BaseSortingStyle
 from pybtex.style.template import first_of, optional, tag
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
@@ -269,6 +281,337 @@ def _qed_marks(app, doctree):
             body += nodes.paragraph("", "", mark, classes=["icl-qed-line"])
 
 
+# --- solution cells without nbgrader's markers ------------------------------------------------------
+SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+
+def strip_solution_markers(source: str) -> str:
+    """``source`` without its ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines."""
+    return SOLUTION_MARKER.sub("", source)
+
+
+class _SolutionMarkers(SphinxTransform):
+    """Drop the markers from the code of notebook cells (myst-nb's ``cell_input`` containers)."""
+
+    default_priority = 700
+
+    def apply(self, **kwargs):
+        for box in self.document.findall(nodes.container):
+            if "cell_input" not in box["classes"]:
+                continue
+            for block in box.findall(nodes.literal_block):
+                text = block.astext()
+                clean = strip_solution_markers(text)
+                if clean != text:
+                    block.children = []
+                    block += nodes.Text(clean)
+                    block.rawsource = clean
+
+
+# --- TeX as plain text (index entries cannot hold typeset math) --------------------------------------
+_TEX_SYMBOLS = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ϵ",
+    "varepsilon": "ε",
+    "eta": "η",
+    "theta": "θ",
+    "kappa": "κ",
+    "lambda": "λ",
+    "mu": "μ",
+    "nu": "ν",
+    "xi": "ξ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "ϕ",
+    "varphi": "φ",
+    "chi": "χ",
+    "psi": "ψ",
+    "omega": "ω",
+    "Gamma": "Γ",
+    "Delta": "Δ",
+    "Theta": "Θ",
+    "Lambda": "Λ",
+    "Sigma": "Σ",
+    "Phi": "Φ",
+    "Psi": "Ψ",
+    "Omega": "Ω",
+    "star": "⋆",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "ne": "≠",
+    "approx": "≈",
+    "sim": "∼",
+    "to": "→",
+    "infty": "∞",
+    "cdot": "·",
+    "times": "×",
+    "sum": "Σ",
+    "in": "∈",
+    "top": "⊤",
+    "R": "ℝ",
+    "E": "𝔼",
+    "ell": "ℓ",
+    "pm": "±",
+    "eICL": "e_ICL",
+    "eIDG": "e_IDG",
+    "Normal": "𝒩",
+    "frac": "",
+    "sqrt": "√",
+    "mid": "|",
+    "lVert": "‖",
+    "rVert": "‖",
+    "Vert": "‖",
+    "langle": "⟨",
+    "rangle": "⟩",
+}  # the same table as _static/icl-search.js (search snippets)
+
+
+def _group(arg: str) -> str:
+    arg = arg.strip()
+    return f"({arg})" if len(arg) > 1 else arg
+
+
+def tex_to_text(tex: str) -> str:
+    """A readable plain-text form of inline TeX: ``\\mu_1`` → ``μ_1``, ``\\Gamma`` → ``Γ``; other
+    commands lose their backslash (``\\He_k`` → ``He_k``), braces and spacing commands go."""
+    text = re.sub(r"\\(?:left|right|big|Big|bigl|bigr|,|;|!|quad|qquad)(?![a-zA-Z])", "", tex)
+    text = re.sub(
+        r"\\(?:mathrm|mathbf|mathit|mathcal|mathbb|operatorname|text|textrm)\{([^{}]*)\}",
+        r"\1",
+        text,
+    )
+    text = re.sub(
+        r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}",
+        lambda m: f"{_group(m.group(1))}/{_group(m.group(2))}",
+        text,
+    )
+    text = re.sub(r"\\([a-zA-Z]+)", lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"([_^])\{([^{}]*)\}", lambda m: m.group(1) + _group(m.group(2)), text)
+    return re.sub(r"\s+", " ", re.sub(r"[{}\\&]", "", text)).strip()
+
+
+def plain_text(node) -> str:
+    """A node's text with its math as :func:`tex_to_text` writes it."""
+    if isinstance(node, nodes.math):
+        return tex_to_text(node.astext())
+    if isinstance(node, nodes.Text):
+        return str(node)
+    return "".join(plain_text(child) for child in node.children)
+
+
+# --- the proof index: numbers and titles, by chapter -------------------------------------------------
+def _proof_titles(app, doctree):
+    """Remember each labelled proof-type node's title (sphinx-proof keeps only its label)."""
+    proofs = getattr(app.env, "proof_list", {})
+    for node in doctree.findall(nodes.Element):
+        label = node.get("label") if "realtype" in node.attributes else None
+        if label in proofs and proofs[label]["docname"] == app.env.docname:
+            title = next(iter(node.findall(nodes.title)), None)
+            text = plain_text(title).strip() if title is not None else ""
+            if text.startswith("(") and text.endswith(")"):  # sphinx-proof's title format " (%t)"
+                text = text[1:-1]
+            proofs[label]["icl_title"] = text
+
+
+def reading_order(env) -> list[str]:
+    """Every document of the book in the order of its table of contents."""
+    order, stack = [], [env.config.root_doc]
+    while stack:
+        doc = stack.pop(0)
+        if doc in order:
+            continue
+        order.append(doc)
+        stack[0:0] = env.toctree_includes.get(doc, [])
+    return order
+
+
+def chapter_heading(env, docname: str) -> str:
+    """``Chapter 1. Hermite expansions …`` for a numbered chapter, else the page's title."""
+    title = plain_text(env.titles[docname]) if docname in env.titles else docname
+    number = env.toc_secnumbers.get(docname, {}).get("")
+    return f"Chapter {'.'.join(map(str, number))}. {title}" if number else title
+
+
+def _proof_index_class():
+    from sphinx.domains import Index, IndexEntry
+
+    class ProofIndex(Index):
+        """sphinx-proof's index (same name, so the page stays ``prf-prf.html``), made readable: one
+        group per chapter in reading order, each entry "Theorem 1.2" with the result's title."""
+
+        name = "prf"
+        localname = "Index of definitions, theorems and other results"
+        shortname = "Results"
+
+        def generate(self, docnames=None):
+            env = self.domain.env
+            proofs = getattr(env, "proof_list", {})
+            by_doc: dict[str, list] = {}
+            for label, info in proofs.items():
+                doc = info["docname"]
+                number = env.toc_fignumbers.get(doc, {}).get(info["countertype"], {}).get(label)
+                kind = info["realtype"].title()
+                name = f"{kind} {'.'.join(map(str, number))}" if number else kind
+                by_doc.setdefault(doc, []).append(
+                    (
+                        number or (),
+                        IndexEntry(name, 0, doc, label, info.get("icl_title", ""), "", ""),
+                    )
+                )
+            order = {doc: i for i, doc in enumerate(reading_order(env))}
+            content = []
+            for doc in sorted(by_doc, key=lambda d: (order.get(d, len(order)), d)):
+                entries = [entry for _, entry in sorted(by_doc[doc], key=lambda t: t[0])]
+                content.append((chapter_heading(env, doc), entries))
+            return content, False
+
+    return ProofIndex
+
+
+# --- the subject index -------------------------------------------------------------------------------
+SUBJECT_PAGES = re.compile(r"chapters/(intro|notation|\d\d_.*)$")
+SKIP_SECTIONS = {"summary", "exercises"}
+SHORT_PAGE_NAMES = {"chapters/intro": "Introduction"}
+
+
+@functools.cache
+def _subject_terms(path: str, mtime: float) -> list[tuple[str, re.Pattern]]:
+    import yaml
+
+    terms = []
+    for item in yaml.safe_load(Path(path).read_text()) or []:
+        term, forms = (
+            (item, [item])
+            if isinstance(item, str)
+            else (item["term"], item.get("forms") or [item["term"]])
+        )
+        words = "|".join(re.escape(f).replace(r"\ ", r"[\s\u00a0-]+") for f in forms)
+        terms.append((term, re.compile(rf"(?<![\w-])(?:{words})(?![\w-])", re.I)))
+    return terms
+
+
+def subject_terms(app) -> list[tuple[str, re.Pattern]]:
+    path = Path(app.srcdir) / app.config.icl_subject_index
+    return _subject_terms(str(path), path.stat().st_mtime) if path.is_file() else []
+
+
+def _prose(node) -> str:
+    """The running text of a paragraph, title or caption: no code, no math."""
+    if isinstance(node, (nodes.math, nodes.literal, nodes.literal_block, nodes.raw)):
+        return " "
+    if isinstance(node, nodes.Text):
+        return str(node)
+    return "".join(_prose(child) for child in node.children)
+
+
+class _SubjectIndex(SphinxTransform):
+    """Index entries for the subject terms; runs before Sphinx collects index entries (850)."""
+
+    default_priority = 840
+
+    def apply(self, **kwargs):
+        if not SUBJECT_PAGES.match(self.env.docname) or self.app.builder.format not in (
+            "html",
+            "latex",
+        ):
+            return
+        terms = subject_terms(self.app)
+        if not terms:
+            return
+        self.env.note_dependency(str(Path(self.app.srcdir) / self.app.config.icl_subject_index))
+        page = self.document.next_node(nodes.section)
+        if page is None:
+            return
+        numbered = re.match(r"chapters/(\d\d)_", self.env.docname)
+        chapter = int(numbered.group(1)) if numbered and int(numbered.group(1)) > 0 else None
+        full_title = plain_text(page[0]) if isinstance(page[0], nodes.title) else ""
+        # Unnumbered pages by a short name: "Prologue", "Notation and conventions", "Introduction".
+        page_title = SHORT_PAGE_NAMES.get(self.env.docname, full_title.split(":")[0])
+        found: dict[tuple[str, str], tuple] = {}
+        for section, number in self._sections(page, chapter):
+            title = plain_text(section[0])
+            if title.strip().lower() in SKIP_SECTIONS:
+                continue
+            if section is page:
+                label = f"{full_title} (chapter {chapter})" if chapter else page_title
+            else:
+                label = f"{title} (§{number})" if number else f"{title} ({page_title})"
+            for node in self._texts(section):
+                heading = isinstance(node, nodes.title) and node.parent is section
+                named = isinstance(node, nodes.title) and "realtype" in node.parent.attributes
+                main = heading or named
+                text = _prose(node)
+                for term, pattern in terms:
+                    key = (term, label)
+                    if not pattern.search(text) or (key in found and (found[key][1] or not main)):
+                        continue
+                    found[key] = (node, main)  # the first place, or a heading/title that names it
+        for (term, label), (node, main) in found.items():
+            self._add_entry(node, f"{term}; {label}", "main" if main else "")
+
+    def _add_entry(self, node, value, main):
+        """An index entry for ``node``: a heading or caption points at its section, result or figure,
+        a paragraph at a new target just before it."""
+        element = node.parent if isinstance(node, (nodes.title, nodes.caption)) else node
+        if element is not node and element["ids"]:
+            index = addnodes.index(entries=[("single", value, element["ids"][0], main, None)])
+            index["inline"] = False
+            if isinstance(element, nodes.section):
+                element.insert(1, index)
+            else:
+                element.parent.insert(element.parent.index(element), index)
+            return
+        target_id = f"index-{self.env.new_serialno('index')}"
+        index = addnodes.index(entries=[("single", value, target_id, main, None)])
+        # Inside the paragraph (an inline \index in LaTeX: one that opened a proof's admonition box
+        # was written as an empty entry); the link target just before it.
+        index["inline"] = True
+        element.insert(0, index)
+        element.parent.insert(element.parent.index(element), nodes.target("", "", ids=[target_id]))
+
+    @staticmethod
+    def _sections(page, chapter):
+        """(section, "1.2") for the page and every section below it, in document order; the
+        number as Sphinx gives it in a numbered chapter, else ``None``."""
+        out = [(page, str(chapter) if chapter else None)]
+
+        def walk(section, prefix):
+            count = 0
+            for child in section.children:
+                if isinstance(child, nodes.section):
+                    count += 1
+                    number = f"{prefix}.{count}" if prefix else None
+                    out.append((child, number))
+                    walk(child, number)
+
+        walk(page, str(chapter) if chapter else None)
+        return out
+
+    @staticmethod
+    def _texts(section):
+        """Paragraphs, titles and captions of ``section`` itself (not of its subsections), outside
+        code cells."""
+        stack = list(section.children)
+        while stack:
+            node = stack.pop(0)
+            if isinstance(node, nodes.section) and isinstance(node.parent, nodes.section):
+                continue  # a subsection (a theorem's or exercise's body is a section inside it)
+            if isinstance(node, nodes.container) and "cell_input" in node["classes"]:
+                continue
+            if isinstance(node, (nodes.paragraph, nodes.title, nodes.caption)):
+                yield node
+                continue
+            if isinstance(node, nodes.Element) and not isinstance(node, nodes.FixedTextElement):
+                stack[0:0] = list(node.children)
+
+
 def setup(app):
     app.connect(
         "html-page-context", _dedupe_scripts, priority=1
@@ -285,4 +628,11 @@ def setup(app):
     app.connect("build-finished", _publish_pdf)
     _register_bibliography_styles()
     app.connect("doctree-read", _qed_marks)
+    app.add_transform(_SolutionMarkers)
+    app.connect("doctree-read", _proof_titles)
+    from sphinx_proof.domain import ProofDomain
+
+    ProofDomain.indices = {_proof_index_class()}
+    app.add_config_value("icl_subject_index", "chapters/subject_index.yml", "env")
+    app.add_transform(_SubjectIndex)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

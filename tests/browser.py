@@ -491,3 +491,126 @@ def figures_of(loaded: Loaded) -> list[dict]:
     natural width in pixels and the link a tap follows (``zoom``)."""
     loaded.page.wait_for_timeout(100)
     return loaded.page.evaluate(FIGURES_JS)
+
+
+# --- what else a reader meets: markers, the keyboard on wide formulas, search fields, search snippets ---
+
+MARKERS_JS = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  // In code, where the markers are cell lines (the instructors' page names them in its prose).
+  const code = Array.from(document.querySelectorAll('article pre')).map(p => p.innerText).join(' ');
+  return (code.match(/### (BEGIN|END) SOLUTION/g) || []).length;
+}"""
+
+
+def solution_markers_check(loaded: Loaded) -> int:
+    """How many nbgrader markers (``### BEGIN SOLUTION`` / ``### END SOLUTION``) the article's code shows
+    with every solution and hidden cell opened (call it last on a load: it opens them)."""
+    return loaded.page.evaluate(MARKERS_JS)
+
+
+WIDE_FORMULAS_JS = """() => Array.from(document.querySelectorAll('span.math')).filter(s => {
+  const m = s.querySelector('mjx-math');
+  return m && s.getClientRects().length && getComputedStyle(m).visibility === 'visible' &&
+    !s.closest('.bd-sidebar-primary, .bd-sidebar-secondary, details:not([open])') &&
+    m.getBoundingClientRect().width > s.clientWidth + 1;
+}).map((s, i) => { s.dataset.iclWide = String(i); return i; })"""
+
+
+def keyboard_scroll_check(loaded: Loaded) -> dict:
+    """Every inline formula wider than its box, scrolled from the keyboard: its focusable part (MathJax's
+    ``mjx-container``) is focused, then End, ← and Home are pressed. Returns ``{"wide": n, "stuck":
+    [...]}``, naming formulas that cannot take focus or that the keys do not scroll to both ends."""
+    page = loaded.page
+    wide = page.evaluate(WIDE_FORMULAS_JS)
+    stuck = []
+    for i in wide:
+        span = page.locator(f'span.math[data-icl-wide="{i}"]')
+        state = span.evaluate(
+            "s => { const c = s.querySelector('mjx-container'); if (c) c.focus(); "
+            "return {focus: !!c && document.activeElement === c && c.tabIndex >= 0, "
+            "more: s.querySelector('mjx-math').getBoundingClientRect().width - s.clientWidth}; }"
+        )
+        what = span.evaluate(
+            "s => s.querySelector('mjx-assistive-mml, mjx-container').textContent.slice(0, 40)"
+        )
+        if not state["focus"]:
+            stuck.append(f"{what!r}: cannot take keyboard focus")
+            continue
+        page.keyboard.press("End")
+        end = span.evaluate("s => s.scrollLeft")
+        page.keyboard.press("ArrowLeft")
+        left = span.evaluate("s => s.scrollLeft")
+        page.keyboard.press("Home")
+        home = span.evaluate("s => s.scrollLeft")
+        if end < state["more"] - 2 or not left < end or home > 0:
+            stuck.append(
+                f"{what!r}: End → {end:.0f} of {state['more']:.0f} px, ← → {left:.0f}, Home → {home:.0f}"
+            )
+    return {"wide": len(wide), "stuck": stuck}
+
+
+SEARCH_FIELDS_JS = """() => Array.from(document.querySelectorAll('.search-button-field, .bd-search input')).filter(e => {
+  if (e.closest('article, .bd-search-container')) return false;  // the search page's own field
+  const r = e.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
+}).map(e => `${e.closest('header, aside, nav, section, div[id]')?.id || e.parentElement.className}`)"""
+
+
+def search_fields_of(loaded: Loaded) -> list[str]:
+    """The visible search fields of the page's frame (where each sits), not counting the query field
+    of the search page's article."""
+    return loaded.page.evaluate(SEARCH_FIELDS_JS)
+
+
+SNIPPETS_JS = """async () => {
+  for (let i = 0; i < 100; i++) {  // Sphinx fetches every result page for its snippet
+    const status = document.querySelector('#search-results .search-summary');
+    if (status && /found/i.test(status.textContent)) break;
+    await new Promise(r => setTimeout(r, 100));
+  }
+  await new Promise(r => setTimeout(r, 1500));
+  return Array.from(document.querySelectorAll('#search-results li')).map(li => ({
+    href: li.querySelector('a').getAttribute('href'),
+    snippet: (li.querySelector('p.context') || {}).textContent || null}));
+}"""
+
+
+def search_snippets(loaded: Loaded) -> list[dict]:
+    """The results of a loaded ``search.html?q=…``: ``[{"href", "snippet"}]``."""
+    return loaded.page.evaluate(SNIPPETS_JS)
+
+
+RAW_TEX = r"\\\(|\\\[|\$\$|\\[a-zA-Z]{2,}"
+# The header's buttons, and two numbered lines in a row: the page's contents list.
+PAGE_CHROME = r"Open issue|\.ipynb\s+\.md|\n\s*\d+\.\d+\. [^\n]+\n\s*\d+\.\d+\. "
+
+
+FORMULA_FOCUS_JS = """(limit) => {
+  const ring = (e) => { const cs = getComputedStyle(e);
+    return cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 && !/rgba\\(.*, 0\\)$|transparent/.test(cs.outlineColor); };
+  const out = {checked: 0, invisible: []};
+  for (const span of Array.from(document.querySelectorAll('article span.math')).slice(0, limit)) {
+    const c = span.querySelector(':scope > mjx-container');
+    if (!c || c.tabIndex < 0 || !span.getClientRects().length) continue;
+    c.focus({preventScroll: true});
+    if (document.activeElement !== c) continue;
+    out.checked += 1;
+    // A ring on the container is drawn outside it, where span.math (which scrolls) clips it.
+    const seen = (ring(span) && c.matches(':focus-visible')) ||
+      (ring(c) && getComputedStyle(span).overflowX === 'visible');
+    if (!seen) out.invisible.push((c.querySelector('mjx-assistive-mml') || c).textContent.slice(0, 30));
+    c.blur();
+  }
+  return out;
+}"""
+
+
+def formula_focus_check(loaded: Loaded, limit: int = 40) -> dict:
+    """Focus the first ``limit`` inline formulas from the keyboard: ``{"checked", "invisible"}`` lists
+    formulas whose focus ring is missing or clipped by their scrolling box."""
+    loaded.page.keyboard.press(
+        "Shift"
+    )  # keyboard modality: script focus then matches :focus-visible
+    return loaded.page.evaluate(FORMULA_FOCUS_JS, limit)

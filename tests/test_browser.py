@@ -75,7 +75,9 @@ def measure(site, page: str) -> dict:
             )
             out["secondary"] = browser.drawer_check(phone, "secondary")
             out["phone_inline_math"] = browser.inline_math_check(phone)
+            out["phone_keyboard"] = browser.keyboard_scroll_check(phone)
             out["phone_figures"] = browser.figures_of(phone)  # opens folded solutions: last
+            out["markers"] = browser.solution_markers_check(phone)
         with Loaded(chromium, f"{url}/{page}", DESKTOP) as desk:
             out["content"] = browser.content_check(desk)
             out["wide_math"] = browser.wide_math_check(desk)
@@ -84,6 +86,8 @@ def measure(site, page: str) -> dict:
             out["inline_math"] = browser.inline_math_check(desk)
             out["tabs"] = browser.tab_stops_check(desk)
             out["downloads"] = browser.downloads_of(desk)
+            out["search_fields"] = browser.search_fields_of(desk)
+            out["formula_focus"] = browser.formula_focus_check(desk)
             out["axe_light"] = browser.axe_check(desk)
             # Switch to dark mode and let the theme's colour transitions finish before measuring
             # contrast (a run mid-transition saw half-faded text).
@@ -216,6 +220,11 @@ def test_keyboard_path_one_stop_per_formula_and_visible_focus(site, page):
     assert focus["invisible"] == [], (
         f"{len(focus['invisible'])} controls show no focus: {focus['invisible'][:4]}"
     )
+    formulas = m["formula_focus"]
+    assert formulas["invisible"] == [], (
+        f"{len(formulas['invisible'])} of {formulas['checked']} formulas show no focus ring (or a "
+        f"clipped one): {formulas['invisible'][:4]}"
+    )
 
 
 def _fetch(site, href: str) -> bytes:
@@ -267,6 +276,169 @@ def test_figures_are_legible_on_a_phone_and_open_full_size(site, page):
     small, no_zoom = phone_figure_problems(rows, site[0])
     assert small == [], f"smallest figure text at 390 px below {MIN_CSS_PX} CSS px: {small}"
     assert no_zoom == [], f"figures a tap does not open full size: {no_zoom}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_no_solution_markers_and_one_search_field(site, page):
+    # nbgrader's markers are authoring marks (booktools/sphinx_ext.py drops them from the book's code);
+    # pydata-sphinx-theme 0.17 drew a second search field in a header bar at 1280 px (icl.css hides it).
+    m = measure(site, page)
+    assert m["markers"] == 0, f"{m['markers']} '### BEGIN/END SOLUTION' lines in the page's code"
+    assert len(m["search_fields"]) <= 1, f"search fields at 1280 px: {m['search_fields']}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_phone_wide_formulas_scroll_from_the_keyboard(site, page):
+    kb = measure(site, page)["phone_keyboard"]
+    assert kb["stuck"] == [], f"{len(kb['stuck'])} of {kb['wide']} wide formulas: {kb['stuck'][:3]}"
+
+
+def test_phone_wide_formulas_exist():
+    # The keyboard check above must have something to press keys on: the book has formulas wider than
+    # a phone's column (27 when it was written). Counted from the cached measurements of the chapters.
+    measured = [m["phone_keyboard"]["wide"] for p, m in _cache.items() if p in CHAPTERS]
+    if len(measured) < len(CHAPTERS):
+        pytest.skip("runs after the per-page browser tests (pytest -m browser)")
+    assert sum(measured) >= 5, measured
+
+
+def _text(html: str) -> str:
+    import html as html_lib
+
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def _text_after(page: str, anchor: str, chars: int = 1500) -> str | None:
+    """The text of the built ``page`` from the element with id ``anchor`` on (None: no such id)."""
+    html = (HTML / page).read_text()
+    at = html.find(f'id="{anchor}"')
+    return None if at < 0 else _text(html[at:])[:chars]
+
+
+RESULT_KINDS = "Definition|Theorem|Lemma|Proposition|Corollary|Conjecture|Remark|Example|Algorithm"
+
+
+@pytest.mark.browser
+def test_the_proof_index_lists_results_by_number_and_title(site):
+    url, chromium = site
+    with Loaded(chromium, f"{url}/prf-prf.html", DESKTOP) as loaded:
+        groups = loaded.page.evaluate(
+            "() => Array.from(document.querySelectorAll('article section')).map(s => ({"
+            " heading: s.querySelector('h2').textContent.trim(),"
+            " items: Array.from(s.querySelectorAll('li')).map(li => ({"
+            "  name: li.querySelector('a').textContent.trim(), href: li.querySelector('a').getAttribute('href'),"
+            "  text: li.textContent.replace(/\\s+/g, ' ').trim()}))}))"
+        )
+    sources = "".join((ROOT / "chapters" / f"{c[9:-5]}.md").read_text() for c in CHAPTERS)
+    labelled = re.findall(
+        r"```\{prf:(?!proof)\w+\}[^\n]*\n(?::[^\n]*\n)*?:label: ([\w-]+)", sources
+    )
+    items = [i for g in groups for i in g["items"]]
+    assert len(items) == len(labelled) >= 15, (len(items), len(labelled))
+    assert [g["heading"] for g in groups][:2] == [
+        "Chapter 1. Hermite expansions under the Gaussian measure",
+        "Chapter 2. Linear self-attention as one step of gradient descent",
+    ], groups
+    for item in items:
+        assert re.fullmatch(rf"({RESULT_KINDS}) \d+\.\d+", item["name"]), item
+        title = item["text"].removeprefix(item["name"]).strip()
+        assert (
+            title
+            and "chapters/" not in title
+            and not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", title)
+        ), item
+        assert not re.search(RAW_TEX_PY, title), item
+        page, anchor = item["href"].split("#")
+        after = _text_after(page, anchor)
+        assert after is not None, f"{item['href']} leads nowhere"
+        assert item["name"] in after[:200], (item, after[:200])
+
+
+RAW_TEX_PY = re.compile(r"\\\(|\\\[|\$\$|\\[a-zA-Z]{2,}")
+
+
+def _subject_terms() -> list[tuple[str, list[str]]]:
+    out = []
+    for item in yaml.safe_load((ROOT / "chapters" / "subject_index.yml").read_text()):
+        term = item if isinstance(item, str) else item["term"]
+        forms = [item] if isinstance(item, str) else item.get("forms") or [item["term"]]
+        out.append((term, forms))
+    return out
+
+
+@pytest.mark.browser
+def test_the_general_index_is_also_a_subject_index(site):
+    # Every term of chapters/subject_index.yml is an entry of genindex.html, with one link per section
+    # that uses it, labelled by the section's title and number; every link lands on text with the term.
+    url, chromium = site
+    with Loaded(chromium, f"{url}/genindex.html", DESKTOP) as loaded:
+        entries = loaded.page.evaluate(
+            "() => Array.from(document.querySelectorAll('table.indextable td > ul > li')).map(li => ({"
+            " term: (li.firstChild && li.firstChild.textContent || '').trim(),"
+            " subs: Array.from(li.querySelectorAll(':scope > ul > li > a')).map(a => ({"
+            "  text: a.textContent.trim(), href: a.getAttribute('href')}))}))"
+        )
+        shown = loaded.page.evaluate("() => document.querySelector('article').innerText")
+    by_term = {e["term"]: e["subs"] for e in entries}
+    missing = [t for t, _ in _subject_terms() if not by_term.get(t)]
+    assert missing == [], f"subject terms without entries: {missing}"
+    assert not RAW_TEX_PY.search(shown), RAW_TEX_PY.search(shown)
+    links = 0
+    for term, forms in _subject_terms():
+        pattern = re.compile(
+            "|".join(re.escape(f).replace(r"\ ", r"[\s\u00a0-]+") for f in forms), re.I
+        )
+        for sub in by_term[term]:
+            assert re.search(r"\((§\d+(\.\d+)*|chapter \d)|\(\w", sub["text"]) or sub["text"] in (
+                "Introduction",
+                "Prologue",
+                "Notation and conventions",
+            ), sub
+            page, anchor = sub["href"].split("#")
+            after = _text_after(page, anchor, 3000)
+            assert after is not None, f"{term}: {sub['href']} leads nowhere"
+            assert pattern.search(after), f"{term}: no {forms} after {sub['href']}: {after[:200]}"
+            links += 1
+    assert links >= 150, links
+
+
+@pytest.mark.browser
+def test_bibliography_links_every_work_and_has_stable_anchors(site):
+    import pybtex.database
+
+    url, chromium = site
+    with Loaded(chromium, f"{url}/chapters/bibliography.html", DESKTOP) as loaded:
+        works = loaded.page.evaluate(
+            "() => Array.from(document.querySelectorAll('div.citation')).map(d => ({id: d.id,"
+            " text: d.textContent.replace(/\\s+/g, ' ').trim(),"
+            " links: Array.from(d.querySelectorAll('a[href]')).map(a => a.href)}))"
+        )
+    keys = set(pybtex.database.parse_file(str(ROOT / "references.bib")).entries)
+    assert {w["id"] for w in works} == {f"cite-{k.lower().replace('.', '-')}" for k in keys}, works
+    for work in works:
+        arxiv = [h for h in work["links"] if h.startswith("https://arxiv.org/abs/")]
+        assert arxiv, f"no arXiv link: {work['text'][:80]}"
+
+
+SEARCHES = ["hermite coefficient", "ridge regression", "preconditioned gradient descent"]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query", SEARCHES)
+def test_search_snippets_are_text_without_page_chrome(site, query):
+    url, chromium = site
+    with Loaded(chromium, f"{url}/search.html?q={query.replace(' ', '+')}", DESKTOP) as loaded:
+        results = browser.search_snippets(loaded)
+        errors = list(loaded.errors)
+    assert errors == []
+    snippets = [r["snippet"] for r in results if r["snippet"]]
+    assert len(snippets) >= 3, results
+    raw = [s for s in snippets if re.search(browser.RAW_TEX, s)]
+    assert raw == [], f"raw TeX in {len(raw)} of {len(snippets)} snippets: {raw[:2]}"
+    chrome = [s for s in snippets if re.search(browser.PAGE_CHROME, s)]
+    assert chrome == [], f"page chrome in {len(chrome)} snippets: {chrome[:2]}"
 
 
 # --- each check can fail -----------------------------------------------------------------------------
@@ -449,3 +621,41 @@ def test_the_checks_fail_on_an_uncued_wide_formula_and_small_phone_figures(chrom
         rows = [r for r in browser.figures_of(loaded) if r["url"].endswith(".png")]
         small, _ = phone_figure_problems(rows, url)
         assert rows and len(small) == len(rows), (small, rows)
+
+
+@pytest.mark.browser
+def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_formula(
+    chromium, tmp_path
+):
+    # What the site did before: solution code with nbgrader's markers, the theme's header bar with its
+    # own search field at 1280 px (no icl.css), and a phone-wide formula that no key scrolls (no icl.js).
+    terms = " + ".join(f"x_{{{i}}}" for i in range(40))
+    code = (
+        '<div class="highlight"><pre>def f():\n    ### BEGIN SOLUTION\n    return 1\n</pre></div>'
+    )
+
+    def edit(html):
+        html = re.sub(r"<link[^>]*icl\.css[^>]*>", "", html)
+        html = re.sub(r'<script src="[^"]*icl\.js[^"]*"></script>', "", html)
+        return _inject(
+            html, code + f'<p><span class="math notranslate nohighlight">\\({terms}\\)</span></p>'
+        )
+
+    with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
+        assert len(browser.search_fields_of(loaded)) == 2
+        ring = browser.formula_focus_check(loaded)
+        assert ring["checked"] >= 1 and len(ring["invisible"]) == ring["checked"], ring
+    with broken_page(chromium, tmp_path / "phone", edit, PHONE) as loaded:
+        kb = browser.keyboard_scroll_check(loaded)
+        assert kb["wide"] >= 1 and len(kb["stuck"]) == kb["wide"], kb
+        assert browser.solution_markers_check(loaded) == 1
+
+
+def test_tex_as_index_text():
+    from booktools.sphinx_ext import strip_solution_markers, tex_to_text
+
+    assert tex_to_text(r"\mu_k = \E[f(Z)\He_k(Z)]") == "μ_k = 𝔼[f(Z)He_k(Z)]"
+    assert tex_to_text(r"\He_{k+1} = \frac{a}{bc}") == "He_(k+1) = a/(bc)"
+    assert tex_to_text(r"\Gamma^\star") == "Γ^⋆"
+    source = "def f(k):\n    ### BEGIN SOLUTION\n    return k\n    ### END SOLUTION\n"
+    assert strip_solution_markers(source) == "def f(k):\n    return k\n"
