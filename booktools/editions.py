@@ -262,6 +262,14 @@ except ImportError:
     importlib.import_module("icl_book")"""
 
 
+def bibliography_anchor(key: str) -> str:
+    """The id of ``key``'s entry on the web book's bibliography page (``bibtex_cite_id: cite-{key}``,
+    made an HTML id as docutils does: ``arxiv2610.10761`` → ``cite-arxiv2610-10761``)."""
+    from docutils.nodes import make_id
+
+    return make_id(f"cite-{key}")
+
+
 def package_version(root: Path) -> str:
     """The support package's version, from ``pyproject.toml``."""
     text = (Path(root) / "pyproject.toml").read_text()
@@ -589,7 +597,9 @@ class Converter:
             who, year = self._author_year(key)
             if key not in self.cited:
                 self.cited.append(key)
-            anchor = f"(#ref-{key})"
+            # The web book's entry, not an in-notebook anchor: Colab does not follow those
+            # (googlecolab/colabtools#3983). _config.yml's bibtex_cite_id gives the stable id.
+            anchor = f"({self.index.url('chapters/bibliography', bibliography_anchor(key))})"
             if name in ("cite:t", "cite:ts"):
                 parts.append(f"{who} [[{year}]{anchor}]")
             elif name == "cite:author":
@@ -618,7 +628,7 @@ class Converter:
         lines = ["## References", ""]
         for key in keys:
             who, year = self._author_year(key)
-            lines.append(f'- <a id="ref-{key}"></a>{who}, {year}. {formatted[key]}')
+            lines.append(f"- {who}, {year}. {formatted[key]}")
         lines += [
             "",
             f"*The book's full bibliography: <{self.index.url('chapters/bibliography')}>.*",
