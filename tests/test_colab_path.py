@@ -67,12 +67,6 @@ def _first_code_cell(path):
     return next(c for c in nb.cells if c.cell_type == "code").source
 
 
-# Chapters 5 and 6 were in another session's hands (issue 28) when the install cell changed (issue 34).
-# Strict: once `python -m booktools.editions install-cells 05 06` and `make editions` have run, these
-# pass and the marker must go.
-INSTALL_CELL_PENDING = {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
-
-
 def _install_cell_files():
     """Every chapter source, executed chapter and Colab edition (their first code cell installs)."""
     sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
@@ -82,18 +76,7 @@ def _install_cell_files():
         *(p.with_suffix(".ipynb") for p in sources),
         *(ROOT / "notebooks" / f"{p.stem}.ipynb" for p in sources),
     ]
-    pending = pytest.mark.xfail(
-        strict=True,
-        reason="run `python -m booktools.editions install-cells 05 06` and `make editions`",
-    )
-    return [
-        pytest.param(
-            f,
-            id=str(f.relative_to(ROOT)),
-            marks=[pending] if f.stem in INSTALL_CELL_PENDING else [],
-        )
-        for f in files
-    ]
+    return [pytest.param(f, id=str(f.relative_to(ROOT))) for f in files]
 
 
 def test_the_package_version_is_the_projects():

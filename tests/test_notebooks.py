@@ -57,17 +57,7 @@ def test_pair_check_detects_a_missing_or_unexecuted_notebook(tmp_path):
 
 @pytest.mark.parametrize(
     "md",
-    [
-        pytest.param(
-            md,
-            id=md.stem,
-            # see tests/test_colab_path.py: INSTALL_CELL_PENDING
-            marks=[pytest.mark.xfail(strict=True, reason="install-cells 05 06 not run yet")]
-            if md.stem in {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
-            else [],
-        )
-        for md in notebooks.chapter_sources()
-    ],
+    [pytest.param(md, id=md.stem) for md in notebooks.chapter_sources()],
 )
 def test_install_cell_is_hidden_and_installs_only_when_the_package_is_missing(md):
     """Where the cell installs from (the wheel of this version on the configured site) and what it does

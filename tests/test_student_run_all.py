@@ -113,26 +113,9 @@ def test_a_wrong_answer_shows_the_hint_as_its_only_output_line(tmp_path):
     assert re.fullmatch(r"prologue-ex1: not quite\. Hint: [^\n]+", out.evalue), out.evalue
 
 
-# Chapters 5 and 6 were in another session's hands (issue 28) when these rules arrived (issue 34):
-# their demos call the stub in the same cell. Strict, so the marker must go once they are fixed.
-NOT_YET_SPLIT = {"05_glu_kernel_regression", "06_depth_block_coordinate_descent"}
-
-
 def _sources():
     return [
-        pytest.param(
-            md,
-            id=md.stem,
-            marks=[
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="chapters 5-6: move the demo out of the marked cell (CONTRIBUTING)",
-                )
-            ]
-            if md.stem in NOT_YET_SPLIT
-            else [],
-        )
-        for md in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+        pytest.param(md, id=md.stem) for md in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
     ]
 
 
