@@ -26,6 +26,7 @@
 - The proof index (``prf-prf.html``) lists every labelled definition, theorem, proposition, conjecture and
   remark by its number and title ("Theorem 1.2 Orthogonality"), grouped by chapter in reading order, instead
   of sphinx-proof's internal labels and file paths.
+- The theme's default colour mode is ``auto``, so a first visit logs no "invalid theme mode" error.
 - A subject index: the terms of ``chapters/subject_index.yml`` are indexed (``genindex.html`` and the PDF's
   index) at every section whose prose, heading, figure caption or theorem title uses them, one entry per term
   and section, in bold where a heading or a definition/theorem title names the term.
@@ -612,7 +613,16 @@ class _SubjectIndex(SphinxTransform):
                 stack[0:0] = list(node.children)
 
 
+# --- the theme's first-visit console error ----------------------------------------------------------
+def _default_mode(app, pagename, templatename, context, doctree):
+    """pydata-sphinx-theme starts from ``localStorage.mode || default_mode`` (a template variable); left
+    empty, a first visit (nothing stored yet) logs "Got invalid theme mode: . Resetting to auto." as a
+    console error. ``auto`` is what it resets to anyway: the reader's system setting."""
+    context.setdefault("default_mode", "auto")
+
+
 def setup(app):
+    app.connect("html-page-context", _default_mode)
     app.connect(
         "html-page-context", _dedupe_scripts, priority=1
     )  # first: a later handler may return a value and stop the event

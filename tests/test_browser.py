@@ -659,3 +659,24 @@ def test_tex_as_index_text():
     assert tex_to_text(r"\Gamma^\star") == "Γ^⋆"
     source = "def f(k):\n    ### BEGIN SOLUTION\n    return k\n    ### END SOLUTION\n"
     assert strip_solution_markers(source) == "def f(k):\n    return k\n"
+
+
+@pytest.mark.browser
+def test_a_first_visit_logs_no_theme_mode_error(site):
+    # Loaded stores a colour mode before the page loads; a reader's first visit has none, and the theme
+    # logged "Got invalid theme mode: . Resetting to auto." until default_mode was set (sphinx_ext.py).
+    url, chromium = site
+    context = chromium.new_context(**DESKTOP)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.goto(f"{url}/chapters/01_hermite.html", wait_until="load")
+        page.wait_for_timeout(300)
+        theme = page.evaluate(
+            "() => [document.documentElement.dataset.mode, document.documentElement.dataset.theme]"
+        )
+    finally:
+        context.close()
+    assert errors == [], errors
+    assert theme[0] == "auto" and theme[1] in ("light", "dark"), theme
