@@ -680,3 +680,42 @@ def test_a_first_visit_logs_no_theme_mode_error(site):
         context.close()
     assert errors == [], errors
     assert theme[0] == "auto" and theme[1] in ("light", "dark"), theme
+
+
+ICONS_JS = """() => Array.from(document.querySelectorAll('i[class*="fa-"], span[class*="fa-"], svg.svg-inline--fa'))
+  .filter(e => e.getClientRects().length).map(e => {
+    const before = getComputedStyle(e, '::before');
+    return {cls: String(e.className.baseVal ?? e.className), tag: e.tagName,
+            width: e.getBoundingClientRect().width, font: before.fontFamily, glyph: before.content};
+  })"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("device", [DESKTOP, PHONE], ids=["1280px", "390px"])
+def test_icons_come_from_the_webfont_without_fontawesome_js(site, device):
+    # The theme's fontawesome.js (1.49 MB) turned every icon into an inline SVG; the theme's CSS already
+    # draws them from the Font Awesome webfonts, so the book does not load the script
+    # (_templates/static/webpack-macros.html).
+    url, chromium = site
+    with Loaded(chromium, f"{url}/chapters/01_hermite.html", device) as loaded:
+        scripts = loaded.page.evaluate(
+            "() => performance.getEntriesByType('resource').map(r => r.name)"
+        )
+        icons = loaded.page.evaluate(ICONS_JS)
+        fonts = loaded.page.evaluate(
+            "() => document.fonts.ready.then(() => Array.from(document.fonts)"
+            ".filter(f => f.family.includes('Font Awesome') && f.status === 'loaded')"
+            ".map(f => `${f.family.replace(/\"/g, '')} ${f.weight}`))"
+        )
+    assert not [s for s in scripts if "fontawesome.js" in s], scripts
+    assert len(icons) >= 4, icons
+    broken = [
+        i
+        for i in icons
+        if i["tag"] == "svg"
+        or "Font Awesome" not in i["font"]
+        or i["glyph"] in ("none", "normal", '""')
+        or i["width"] < 8
+    ]
+    assert broken == [], broken
+    assert {"Font Awesome 6 Free 900", "Font Awesome 6 Brands 400"} <= set(fonts), fonts
