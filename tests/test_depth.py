@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -365,3 +367,97 @@ def test_depth_one_construction_beats_predicting_zero():
     zero = np.mean(pr.y_query**2)
     assert np.mean((pred - pr.y_query) ** 2) < 0.8 * zero
     assert w.depth == 3
+
+
+# The compaction as first written (every trial move recomputes all carriers: O(F^3), a minute at
+# F = 1,819); the planner now recomputes only the layers a move changes and must give the same plan.
+def _plain_compact(plan, n_scratch: int, rank, kind):
+    """The planner's compaction as first written: every trial recomputes the whole plan."""
+    feats = [list(f) for f, _ in plan]
+    for b in range(len(feats) - 1):
+        progress = True
+        while progress:
+            progress = False
+            carriers, _ = A.deep._carriers(feats, kind, rank)
+            if len(feats[b]) >= n_scratch:
+                break
+            prev = set(feats[b - 1]) | set(carriers[b - 1]) if b > 0 else set()
+            candidates = sorted(
+                ((c, a) for c in range(b + 1, len(feats)) for a in feats[c]),
+                key=lambda ca: (ca[1] not in carriers[b], rank[ca[1]]),
+            )
+            for c, a in candidates:
+                if not all(r in prev for r in A.deep._requirements(a, kind)):
+                    continue
+                trial = [list(f) for f in feats]
+                trial[c].remove(a)
+                trial[b].append(a)
+                trial[b].sort(key=rank.__getitem__)
+                new_carriers, first_needs = A.deep._carriers(trial, kind, rank)
+                if first_needs or any(
+                    len(f) + len(k) > n_scratch for f, k in zip(trial, new_carriers, strict=True)
+                ):
+                    continue
+                feats = trial
+                progress = True
+                break
+    while feats and not feats[-1]:
+        feats.pop()
+    carriers, first_needs = A.deep._carriers(feats, kind, rank)
+    assert not first_needs  # the first layer follows the embedding: it needs nothing
+    return [(tuple(f), c) for f, c in zip(feats, carriers, strict=True)]
+
+
+def test_fast_planner_gives_the_plain_planners_plan(monkeypatch):
+    cases = [
+        (d, p, s, kind)
+        for d in range(1, 6)
+        for p in range(1, 7)
+        for s in (1, 2, 3, 5, 8)
+        for kind in ("hermite", "legendre", "monomial")
+        if n_features(d, p) <= 120
+    ]
+    fast = {c: A.bcd_schedule(*c[:3], kind=c[3]) if _plans(c) else None for c in cases}
+    monkeypatch.setattr(A.deep, "_compact", _plain_compact)
+    for c in cases:
+        if fast[c] is not None:
+            assert A.bcd_schedule(*c[:3], kind=c[3]) == fast[c], c
+    assert sum(v is not None for v in fast.values()) > 100
+
+
+def _plans(case) -> bool:
+    d, p, s, kind = case
+    return A.min_deep_width(d, p, kind=kind) <= d + 2 + s
+
+
+def test_min_deep_width_is_the_first_width_with_a_plan():
+    """min_deep_width counts requirement levels instead of trying widths; a plan exists exactly from it."""
+    for d in range(1, 5):
+        for p in range(1, 7):
+            for kind in ("hermite", "legendre", "monomial"):
+                if n_features(d, p) > 120:
+                    continue
+                s = A.min_deep_width(d, p, kind=kind) - d - 2
+                A.bcd_schedule(d, p, s, kind=kind)
+                if s > 1:
+                    with pytest.raises(ValueError, match="cannot hold"):
+                        A.bcd_schedule(d, p, s - 1, kind=kind)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: A.bcd_schedule(12, 4, 3),  # F = 1,819: took 60 s before
+        lambda: A.min_deep_width(16, 4),  # refused (F = 4,844); took > 120 s before
+        lambda: A.bcd_schedule(14, 4, 3),  # refused (F = 3,059); > 300 s before
+        lambda: A.bcd_schedule(2, 41, 30),  # refused: degree cap
+        lambda: A.min_deep_width(2, 40),
+    ],
+)
+def test_planner_answers_or_refuses_within_a_second(call):
+    start = time.perf_counter()
+    try:
+        call()
+    except ValueError as err:
+        assert "too large" in str(err) or "degree must be" in str(err)
+    assert time.perf_counter() - start < 2.5  # 1 s on a quiet machine; margin for a loaded CI box

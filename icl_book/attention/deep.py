@@ -32,6 +32,9 @@ So ``n_cycles`` passes through the ``B`` layers are ``n_cycles`` cycles of block
 
 from __future__ import annotations
 
+import functools
+import heapq
+import itertools
 from dataclasses import dataclass
 from math import sqrt
 
@@ -39,7 +42,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validate import check_prompt_shapes, choice, positive_float, positive_int, size_limit
+from .._validate import (
+    check_prompt_shapes,
+    choice,
+    integer,
+    positive_float,
+    positive_int,
+    size_limit,
+)
 from ..features import (
     FEATURE_KINDS,
     FeatureBlock,
@@ -57,8 +67,13 @@ from .glu import (
 )
 from .lsa import lsa_update
 
-#: Largest feature space (number of features) that :func:`bcd_schedule` plans.
-MAX_PLAN_FEATURES = 5000
+#: Largest feature space (number of features ``F``) that :func:`bcd_schedule` plans. Measured on a
+#: loaded 2-core machine, the plan costs about ``F²/S`` steps: 1 s for ``d = 12, p = 4`` (``F = 1819``)
+#: with one scratch slot, the worst case at this limit; ``F = 4844`` took 4-6 s.
+MAX_PLAN_FEATURES = 2000
+#: Highest degree :func:`bcd_schedule` plans: a degree-``p`` feature carries a chain of ``p`` requirements,
+#: so the plan's cost also grows with ``p`` (1 s at ``d = 2, p = 40``; 7 s at ``p = 61``).
+MAX_PLAN_DEGREE = 40
 
 __all__ = [
     "DeepBCDWeights",
@@ -76,6 +91,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=2**17)  # the planner asks for the same features many times
 def _requirements(item: tuple[int, ...], kind: str) -> tuple[tuple[int, ...], ...]:
     """Features that must be in the scratch a layer receives so that its GLU can write ``item``."""
     if len(item) <= 2:
@@ -102,6 +118,23 @@ def _closure_fits(items, n_scratch: int, kind: str) -> bool:
     return True
 
 
+def _scratch_needed(order, kind: str) -> int:
+    """Fewest scratch slots that hold some feature together with all it needs (see :func:`_closure_fits`).
+
+    A feature ``a`` fits a scratch of ``S`` slots, alone, iff every level of its chain of requirements
+    (``a``; what ``a`` needs; what that needs; ...) has at most ``S`` members; more held features only add
+    members. So the plan exists iff ``S`` is at least the largest such level over all features: one pass
+    over the features (``O(F p)``) instead of a failed plan (``O(F²)``) per trial width.
+    """
+    need = 1
+    for a in order:
+        level = (a,)
+        while level:
+            need = max(need, len(level))
+            level = tuple(dict.fromkeys(r for b in level for r in _requirements(b, kind)))
+    return need
+
+
 def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"):
     """The construction's plan: which features (and carriers) each layer of one cycle writes.
 
@@ -115,9 +148,11 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
     Parameters
     ----------
     dim, degree
-        ``d >= 1`` and ``p >= 1``.
+        ``d >= 1`` and ``1 <= p <=`` ``MAX_PLAN_DEGREE``, with at most ``MAX_PLAN_FEATURES``
+        features ``F = C(d+p, p) − 1`` (checked before any feature is enumerated). The plan costs about
+        ``F²/S`` steps: about a second at the limits on a 2-core machine.
     n_scratch
-        Scratch slots per token, ``S >= 1``.
+        Scratch slots per token, ``S >= 1``; too few (see :func:`min_deep_width`) is refused at once.
     kind
         ``"hermite"``, ``"legendre"`` or ``"monomial"`` (see :mod:`icl_book.features`).
 
@@ -133,7 +168,7 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
         If ``S`` is too small for some feature together with what it needs (see :func:`min_deep_width`).
     """
     dim = positive_int("dim", dim)
-    degree = positive_int("degree", degree)
+    degree = integer("degree", degree, minimum=1, maximum=MAX_PLAN_DEGREE)
     n_scratch = positive_int("n_scratch", n_scratch)
     kind = choice("kind", kind, FEATURE_KINDS)
     # The plan is built by list scans over all features: refuse, before enumerating, a feature
@@ -145,14 +180,21 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
         what="features",
     )
     order = feature_index_tuples(dim, degree)
+    if n_scratch < _scratch_needed(order, kind):
+        raise ValueError(
+            f"a scratch of {n_scratch} slots cannot hold a degree-{degree} feature and its parents"
+        )
     rank = {t: i for i, t in enumerate(order)}
     unassigned = list(order)
     needed: list[tuple[int, ...]] = []
     backwards = []
+    assigned: set = set()  # membership tests on a set: the lists below are scanned once per layer
     while unassigned or needed:
         held = list(needed)
-        features = [a for a in needed if a in unassigned]
-        unassigned = [a for a in unassigned if a not in features]
+        features = [a for a in needed if a not in assigned]
+        if features:
+            taken = set(features)
+            unassigned = [a for a in unassigned if a not in taken]
         i = len(unassigned) - 1
         while len(held) < n_scratch and i >= 0:
             a = unassigned[i]
@@ -165,8 +207,10 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
             raise ValueError(
                 f"a scratch of {n_scratch} slots cannot hold a degree-{degree} feature and its parents"
             )
+        assigned.update(features)
         features.sort(key=rank.__getitem__)
-        carriers = sorted((a for a in held if a not in features), key=rank.__getitem__)
+        written = set(features)
+        carriers = sorted((a for a in held if a not in written), key=rank.__getitem__)
         backwards.append((tuple(features), tuple(carriers)))
         needed = list(dict.fromkeys(r for a in held for r in _requirements(a, kind)))
     return _compact(backwards[::-1], n_scratch, rank, kind)
@@ -196,34 +240,106 @@ def _compact(plan, n_scratch: int, rank, kind):
     width. A feature moves from layer ``c`` to an earlier layer ``b`` when the scratch layer ``b`` receives
     holds everything it needs (layer 0 receives nothing) and the carriers recomputed afterwards still fit;
     layers left empty at the end are dropped.
+
+    Candidates are tried in the order (carriers of layer ``b`` first, then by rank). A trial move changes
+    the carriers of layers ``c`` and below only, and only down to the first layer whose needs are
+    unchanged; recomputing just those (instead of the whole plan, as :func:`_carriers` does) makes the
+    pass about ``F`` times cheaper for ``F`` features while giving the same plan
+    (``tests/test_depth.py`` compares it with the plain recomputation).
     """
+    reqs: dict = {}
+
+    def req(a):
+        r = reqs.get(a)
+        if r is None:
+            r = reqs[a] = _requirements(a, kind)
+        return r
+
+    def needs_of(feats_b, carriers_b):
+        return frozenset(r for a in (*feats_b, *carriers_b) for r in req(a))
+
     feats = [list(f) for f, _ in plan]
-    for b in range(len(feats) - 1):
-        progress = True
-        while progress:
-            progress = False
-            carriers, _ = _carriers(feats, kind, rank)
-            if len(feats[b]) >= n_scratch:
-                break
+    n_layers = len(feats)
+    # carriers[b] as in _carriers; needs[b]: what layer b needs in the scratch it receives.
+    carriers: list = [()] * n_layers
+    needs: list = [frozenset()] * n_layers
+    needed: frozenset = frozenset()
+    for b in range(n_layers - 1, -1, -1):
+        carriers[b] = tuple(sorted((a for a in needed if a not in feats[b]), key=rank.__getitem__))
+        needed = needs[b] = needs_of(feats[b], carriers[b])
+    where = {a: c for c, f in enumerate(feats) for a in f}
+    # Candidates for layer b must have all they need in the scratch b receives (``prev``): those that
+    # need nothing (degree <= 2), kept sorted by rank, and the children of what ``prev`` holds.
+    free_later = sorted((a for a in where if not req(a)), key=rank.__getitem__)
+    children: dict = {}
+    for a in where:
+        for r in req(a):
+            children.setdefault(r, []).append(a)
+
+    def retry(b, c, a):
+        """Carriers after moving ``a`` from layer ``c`` to ``b``, or None if the move does not fit."""
+        trial_feats = {
+            c: [x for x in feats[c] if x != a],
+            b: sorted([*feats[b], a], key=rank.__getitem__),
+        }
+        new_carriers, new_needs = {}, {}
+        needed = needs[c + 1] if c + 1 < n_layers else frozenset()
+        k = c
+        while k >= 0:
+            fk = trial_feats.get(k, feats[k])
+            ck = tuple(sorted((x for x in needed if x not in fk), key=rank.__getitem__))
+            if len(fk) + len(ck) > n_scratch:
+                return None
+            new_carriers[k] = ck
+            needed = new_needs[k] = needs_of(fk, ck)
+            if needed == needs[k]:
+                if k <= b:  # nothing below changes
+                    return trial_feats, new_carriers, new_needs
+                # Layers b+1 .. k-1 keep their features and receive the same needs: skip to b.
+                needed, k = needs[b + 1], b
+                continue
+            k -= 1
+        return None if needed else (trial_feats, new_carriers, new_needs)
+
+    for b in range(n_layers - 1):
+        free_later = [a for a in free_later if where[a] > b]
+        while len(feats[b]) < n_scratch:
             prev = set(feats[b - 1]) | set(carriers[b - 1]) if b > 0 else set()
-            candidates = sorted(
-                ((c, a) for c in range(b + 1, len(feats)) for a in feats[c]),
-                key=lambda ca: (ca[1] not in carriers[b], rank[ca[1]]),
+            first = sorted(
+                (a for a in carriers[b] if where[a] > b and all(r in prev for r in req(a))),
+                key=rank.__getitem__,
             )
-            for c, a in candidates:
-                if not all(r in prev for r in _requirements(a, kind)):
+            firsts = set(first)
+            gated = {
+                x
+                for p in prev
+                for x in children.get(p, ())
+                if where[x] > b and x not in firsts and all(r in prev for r in req(x))
+            }
+            rest = heapq.merge(
+                sorted(gated, key=rank.__getitem__),
+                (x for x in free_later if x not in firsts),
+                key=rank.__getitem__,
+            )
+            moved = False
+            for a in itertools.chain(first, rest):
+                c = where[a]
+                result = retry(b, c, a)
+                if result is None:
                     continue
-                trial = [list(f) for f in feats]
-                trial[c].remove(a)
-                trial[b].append(a)
-                trial[b].sort(key=rank.__getitem__)
-                new_carriers, first_needs = _carriers(trial, kind, rank)
-                if first_needs or any(
-                    len(f) + len(k) > n_scratch for f, k in zip(trial, new_carriers, strict=True)
-                ):
-                    continue
-                feats = trial
-                progress = True
+                trial_feats, new_carriers, new_needs = result
+                for k, f in trial_feats.items():
+                    feats[k] = f
+                for k, ck in new_carriers.items():
+                    carriers[k] = ck
+                for k, nk in new_needs.items():
+                    needs[k] = nk
+                where[a] = b
+                if not req(a):
+                    free_later.remove(a)
+                moved = True
+                break
+            if not moved:
                 break
     while feats and not feats[-1]:
         feats.pop()
@@ -233,9 +349,14 @@ def _compact(plan, n_scratch: int, rank, kind):
 
 
 def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
-    """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4)."""
+    """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4).
+
+    ``D = d + 2 + S`` for the fewest scratch slots ``S`` that hold the largest level of some feature's chain
+    of requirements; found in one pass over the ``F`` features (no plan is built), under the same size limit
+    as :func:`bcd_schedule`.
+    """
     dim = positive_int("dim", dim)
-    degree = positive_int("degree", degree)
+    degree = integer("degree", degree, minimum=1, maximum=MAX_PLAN_DEGREE)
     kind = choice("kind", kind, FEATURE_KINDS)
     size_limit(
         f"the degree-{degree} feature space in d = {dim}",
@@ -243,14 +364,7 @@ def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
         limit=MAX_PLAN_FEATURES,
         what="features",
     )
-    # A scratch with a slot for every feature holds any feature with all it needs: the search ends.
-    for s in range(1, n_features(dim, degree) + 1):
-        try:
-            bcd_schedule(dim, degree, s, kind=kind)
-        except ValueError:
-            continue
-        return dim + 2 + s
-    raise AssertionError("no plan even with a slot for every feature")  # pragma: no cover
+    return dim + 2 + _scratch_needed(feature_index_tuples(dim, degree), kind)
 
 
 # ---------------------------------------------------------------------------------------------------
