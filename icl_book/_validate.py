@@ -141,6 +141,37 @@ def size_limit(name: str, size: int, *, limit: int = MAX_ENTRIES, what: str = "e
     return size
 
 
+def _raw_array(name: str, value) -> np.ndarray:
+    """``value`` as a NumPy array *without* changing its dtype; refuse what is not an array of numbers.
+
+    Runs before any conversion, so ``"1.5"``, ``True``, ``None``, ragged lists, object, string, complex
+    and boolean data are refused by name instead of being parsed, cast or truncated by ``float64``.
+    torch tensors are read through ``.detach().cpu()`` (no torch import here).
+    """
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
+        raise ArgumentTypeError(
+            f"{name} must be a real numeric array, got {_describe(value)} ({type(value).__name__})"
+        )
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        if value.is_complex() or str(value.dtype) == "torch.bool":
+            raise ArgumentTypeError(f"{name} must be a real numeric array, got {value.dtype}")
+        value = value.detach().cpu().numpy()
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nesting, objects NumPy cannot stack
+        raise ArgumentTypeError(f"{name} must be a real numeric array: {exc}") from None
+    if raw.dtype.kind == "b":
+        raise ArgumentTypeError(f"{name} must be a real numeric array, got booleans")
+    if raw.dtype.kind == "c":
+        raise ArgumentTypeError(
+            f"{name} must be a real numeric array, got complex dtype {raw.dtype} (nothing is "
+            "truncated to its real part)"
+        )
+    if raw.dtype.kind not in "iuf":
+        raise ArgumentTypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
+    return raw
+
+
 def finite_values(name: str, arr) -> np.ndarray:
     """Raise if an array (e.g. the output of a user's link or kernel) has a NaN or infinite entry."""
     arr = np.asarray(arr)
@@ -152,18 +183,95 @@ def finite_values(name: str, arr) -> np.ndarray:
     return arr
 
 
-def as_array(name: str, value, ndim: int | None) -> np.ndarray:
-    """Return ``value`` as a finite float64 array with ``ndim`` dimensions; raise naming ``name``."""
-    raw = np.asarray(value)
-    if raw.dtype.kind not in "biuf":
-        raise ArgumentTypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
-    if raw.dtype.kind == "b":
-        raise ArgumentTypeError(f"{name} must be a real numeric array, got booleans")
-    arr = raw.astype(np.float64, copy=False)
+def as_array(
+    name: str,
+    value,
+    ndim: int | None = None,
+    *,
+    shape: tuple | None = None,
+    allow_inf: bool = False,
+) -> np.ndarray:
+    """The one array validator: ``value`` as a float64 array, checked *before* it is converted.
+
+    Refused, with a message naming ``name``: anything that is not an array of real numbers (strings,
+    bools, ``None``, complex, object or ragged data; see :func:`_raw_array`), a wrong number of
+    dimensions (``ndim``), a wrong ``shape`` (a tuple whose ``None`` entries match any length), and
+    NaN or infinite entries (``allow_inf`` lets ``±inf`` through).
+    """
+    arr = _raw_array(name, value).astype(np.float64, copy=False)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-    finite_values(name, arr)
+    if shape is not None:
+        want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ")"
+        if arr.ndim != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)
+        ):
+            raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    if allow_inf:
+        if np.any(np.isnan(arr)):
+            raise ValueError(f"{name} must not be NaN")
+    else:
+        finite_values(name, arr)
     return arr
+
+
+def callable_output(name: str, out, shape: tuple | None = None) -> np.ndarray:
+    """Validate what a user's callable returned (a link, a kernel, a feature block).
+
+    ``name`` should say which callable (``"link output"``): a function that forgot ``return`` gives
+    ``None``; one that returns NaN or strings is refused here, by name, instead of failing later inside
+    NumPy or LAPACK ("SVD did not converge") or passing NaN through.
+    """
+    if out is None:
+        raise ArgumentTypeError(
+            f"{name} must be a real numeric array, got None (a missing return?)"
+        )
+    arr = as_array(name, out, None)
+    if shape is not None and arr.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+    return arr
+
+
+def consistent_length(**arrays) -> int:
+    """Require the same leading length (batch size) of every array given; return it.
+
+    As scikit-learn's ``check_consistent_length``: ``consistent_length(xs=xs, y_query=yq)`` names both
+    arguments and their shapes when they differ.
+    """
+    lengths = {k: (np.shape(v)[0] if np.ndim(v) else None) for k, v in arrays.items()}
+    if any(n is None for n in lengths.values()) or len(set(lengths.values())) > 1:
+        got = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
+        raise ValueError(f"{', '.join(arrays)} must have the same first dimension, got {got}")
+    return next(iter(lengths.values()))
+
+
+def as_tensor(name: str, value, *, dtype, device, ndim: int | None = None):
+    """The one torch input converter: a NumPy array, tensor or nested list, validated as by
+    :func:`as_array` (real, finite, ``ndim``), as a tensor of ``dtype`` on ``device``.
+
+    A tensor already of that dtype and device is returned as is (its gradient kept), so every module
+    accepts NumPy arrays and tensors alike; integer data is converted, never the other way round (the
+    target dtype must be floating, so nothing is truncated).
+    """
+    import torch
+
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise ArgumentTypeError(f"{name} must be a real numeric array, got {value.dtype}")
+        if ndim is not None and value.dim() != ndim:
+            raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+        with torch.no_grad():
+            finite = torch.isfinite(value)
+            if not bool(finite.all()):
+                bad = int((~finite).sum())
+                raise ValueError(
+                    f"{name} must be finite: {bad} of {value.numel()} entries are NaN or infinite"
+                )
+        return value.to(dtype=dtype, device=device)
+    arr = as_array(name, value, ndim)
+    return torch.as_tensor(arr, dtype=dtype, device=device)
 
 
 def check_prompt_shapes(xs, ys, x_query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

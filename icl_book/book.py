@@ -33,13 +33,26 @@ def glue(name: str, value, fmt: str | None = None) -> str:
     Raises
     ------
     ValueError
-        If ``name`` is empty, or if the value is ``None`` or not finite (``nan``, ``±inf``): a glued
-        number that reads "None" or "nan" is a bug in the chapter, not a result.
+        If ``name`` is empty, or if the value is ``None`` or not finite (``nan``, ``±inf``; also inside
+        a NumPy array or a 0-d torch tensor, which is glued as its number): a glued number that reads
+        "None" or "nan" is a bug in the chapter, not a result.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     if value is None:
         raise ValueError(f"value of {name!r} must not be None")
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        if value.dim() != 0:
+            raise TypeError(
+                f"value of {name!r} must be a number or text, got a tensor of shape "
+                f"{tuple(value.shape)}"
+            )
+        value = value.item()  # a tensor's text is 'tensor(...)': glue its number, checked below
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biufc" and not np.all(np.isfinite(value)):
+            raise ValueError(f"value of {name!r} must be finite, got {value}")
+        if value.ndim == 0:
+            value = value[()]  # a 0-d array: glue its scalar
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
         if not np.isfinite(value):
             raise ValueError(f"value of {name!r} must be finite, got {value}")

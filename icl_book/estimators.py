@@ -13,10 +13,13 @@ import numpy as np
 
 from ._blas import one_blas_thread
 from ._validate import (
+    _raw_array,
+    as_array,
+    callable_output,
     check_prompt_shapes,
     covariance,
     finite_float,
-    finite_values,
+    flag,
     kernel_inputs,
     nonnegative_float,
     positive_float,
@@ -163,8 +166,8 @@ def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.
 
 
 def _gd_moments(input_cov, context_len, noise_var):
-    cov = np.asarray(input_cov, dtype=np.float64)
-    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+    cov = as_array("input_cov", input_cov, 2)
+    if cov.shape[0] != cov.shape[1] or cov.shape[0] < 1:
         raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
     cov = covariance("input_cov", cov, cov.shape[0])
     n = positive_int("context_len", context_len)
@@ -192,8 +195,14 @@ def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: flo
 
 
 def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> float:
-    """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``."""
+    """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``.
+
+    ``input_cov`` must be a non-zero ``(d, d)`` covariance (``Λ = 0`` has no best step: refused).
+    """
     cov, _, _, second = _gd_moments(input_cov, context_len, noise_var)
+    if not np.any(cov):
+        # Λ = 0: every step has the same risk σ², and tr(Λ²)/tr(SΛ) is 0/0.
+        raise ValueError("input_cov must be non-zero (with Λ = 0 every step η has the same risk)")
     return float(np.trace(cov @ cov) / np.trace(second @ cov))
 
 
@@ -280,6 +289,8 @@ def hermite_quadratic_kernel(*, constant: bool = True):
     Returns a batched callable ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)``.
     """
 
+    constant = flag("constant", constant)  # checked here: 2 or "no" is not a flag
+
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
         g = x @ np.swapaxes(xp, -1, -2)
@@ -300,7 +311,7 @@ def _check_kernel(kernel):
 
 def _kernel_values(kernel, x, xp) -> np.ndarray:
     """``kernel(x, xp)`` as float64, refusing NaN or infinite entries (a broken kernel, not a result)."""
-    return finite_values("kernel output", np.asarray(kernel(x, xp), dtype=np.float64))
+    return callable_output("kernel output", kernel(x, xp))
 
 
 @one_blas_thread
@@ -373,8 +384,8 @@ def feature_ridge_predict(xs, ys, x_query, features, ridge: float) -> np.ndarray
         raise TypeError(
             f"features must be a callable phi(x (..., d)) -> (..., p), got {type(features).__name__}"
         )
-    phi = finite_values("features output", np.asarray(features(xs), dtype=np.float64))
-    phi_q = finite_values("features output", np.asarray(features(x_query), dtype=np.float64))
+    phi = callable_output("features output", features(xs))
+    phi_q = callable_output("features output", features(x_query))
     if phi.ndim != 3 or phi.shape[:2] != xs.shape[:2] or phi_q.shape != (xs.shape[0], phi.shape[2]):
         raise ValueError(
             f"features returned shapes {phi.shape}, {phi_q.shape}; expected (B, N, p), (B, p)"
@@ -403,7 +414,7 @@ def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     float or numpy.ndarray
         A float for one matrix, a ``(B,)`` array for a batch.
     """
-    a = np.asarray(A, dtype=np.float64)
+    a = as_array("A", A)
     if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 1:
         raise ValueError(
             f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}"
@@ -444,8 +455,8 @@ def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
     """
     dim = positive_int("dim", dim)
     noise_var = nonnegative_float("noise_var", noise_var)
-    n = np.asarray(context_len)
-    if not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
+    n = _raw_array("context_len", context_len) if not isinstance(context_len, bool) else None
+    if n is None or not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
         raise ValueError(
             f"context_len must be an integer (or integer array) >= 1, got {context_len!r}"
         )
@@ -471,8 +482,8 @@ def _evaluate_blocks(feature_blocks, xs, x_query):
             raise TypeError(
                 f"feature_blocks[{i}] must be a callable x (..., d) -> (..., m), got {type(block).__name__}"
             )
-        phi = np.asarray(block(xs), dtype=np.float64)
-        q = np.asarray(block(x_query), dtype=np.float64)
+        phi = callable_output(f"feature_blocks[{i}] output", block(xs))
+        q = callable_output(f"feature_blocks[{i}] output", block(x_query))
         if phi.ndim != 3 or phi.shape[:2] != xs.shape[:2] or q.shape != (xs.shape[0], phi.shape[2]):
             raise ValueError(
                 f"feature_blocks[{i}] must map (B, N, d) -> (B, N, m) and (B, d) -> (B, m), "
@@ -512,6 +523,12 @@ def block_coordinate_gd_predict(
     -------
     numpy.ndarray
         ``(B,)`` predictions ``θᵀφ(x_q)`` after ``n_cycles · B`` block updates.
+
+    Raises
+    ------
+    ValueError
+        If a block's output is not a finite real ``(B, N, m)`` / ``(B, m)`` array, or if the iteration
+        diverges (``eta`` too large): never a NaN prediction.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     eta = positive_float("eta", eta)
@@ -521,7 +538,14 @@ def block_coordinate_gd_predict(
     from .attention.layers import bcd_steps
 
     steps = [(phi, q, eta * np.eye(phi.shape[-1])) for phi, q in zip(phis, qs, strict=True)]
-    return bcd_steps(ys.copy(), np.zeros(xs.shape[0]), steps * n_cycles)[1]
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below, by name
+        out = bcd_steps(ys.copy(), np.zeros(xs.shape[0]), steps * n_cycles)[1]
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"eta = {eta:g} is too large for these features: block-coordinate GD diverged to "
+            "inf/NaN (take eta below 2 / the largest eigenvalue of each block's Gram matrix / N)"
+        )
+    return out
 
 
 @one_blas_thread
@@ -554,15 +578,13 @@ def _feature_step_design(xs, ys, x_query, features):
         raise TypeError(
             f"features must be a callable phi(x (..., d)) -> (..., p), got {type(features).__name__}"
         )
-    phi_q = finite_values("features output", np.asarray(features(x_query), dtype=np.float64))
+    phi_q = callable_output("features output", features(x_query))
     if phi_q.ndim != 2 or phi_q.shape[0] != xs.shape[0]:
         raise ValueError(f"features returned shape {phi_q.shape} at the queries; expected (B, p)")
     g = np.empty_like(phi_q)
     chunk = max(1, 2**22 // (xs.shape[1] * phi_q.shape[1]))  # bounded memory for long contexts
     for lo in range(0, xs.shape[0], chunk):
-        phi_ctx = finite_values(
-            "features output", np.asarray(features(xs[lo : lo + chunk]), dtype=np.float64)
-        )
+        phi_ctx = callable_output("features output", features(xs[lo : lo + chunk]))
         if phi_ctx.shape != (*xs[lo : lo + chunk].shape[:2], phi_q.shape[1]):
             raise ValueError(
                 f"features returned shape {phi_ctx.shape} on the context; expected (B, N, p)"
@@ -631,7 +653,7 @@ def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.nd
     designs, targets = [], []
     for xs, ys, x_query, y_query in (tuple(b)[:4] for b in batches):
         g, phi_q = _feature_step_design(xs, ys, x_query, features)
-        y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
+        y_query = as_array("y_query", y_query)
         if y_query.shape != (g.shape[0],):
             raise ValueError(f"y_query must have shape ({g.shape[0]},), got {y_query.shape}")
         if designs and g.shape[1] ** 2 != designs[0].shape[1]:
@@ -672,8 +694,13 @@ def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice
     RidgeChoice
         ``(ridge, errors)``: the chosen ridge and the validation error of every candidate.
     """
-    y_query = finite_values("y_query", np.asarray(y_query, dtype=np.float64))
-    grid = [positive_float("ridges[i]", r) for r in np.atleast_1d(np.asarray(ridges, dtype=object))]
+    xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
+    # y_query (B,): a (B, 1) column would broadcast against the (B,) predictions into a (B, B) error
+    # matrix and silently pick the wrong ridge.
+    y_query = as_array("y_query", y_query, shape=(xs.shape[0],))
+    if isinstance(ridges, (str, bytes)) or not np.iterable(ridges):
+        ridges = [ridges]
+    grid = [positive_float(f"ridges[{i}]", r) for i, r in enumerate(ridges)]
     if not grid:
         raise ValueError("ridges must hold at least one value")
     errors = np.array(

@@ -29,7 +29,22 @@ from math import comb, factorial, sqrt
 
 import numpy as np
 
-from ._validate import integer, kernel_inputs, nonnegative_int, positive_int
+from ._validate import (
+    MAX_ENTRIES,
+    as_array,
+    callable_output,
+    integer,
+    kernel_inputs,
+    nonnegative_int,
+    positive_int,
+    size_limit,
+)
+
+#: Highest degree :func:`orthonormal_table` evaluates (the same cap as ``hermite.MAX_DEGREE``): the
+#: recurrence costs one pass over ``z`` per degree, and the table holds ``K + 1`` rows.
+MAX_ORTHONORMAL_DEGREE = 2000
+#: Most features :func:`feature_index_tuples` enumerates (checked from ``C(d+p, p) − 1`` first).
+MAX_FEATURES = 10**6
 
 __all__ = [
     "FEATURE_KINDS",
@@ -75,6 +90,13 @@ def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
     """
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
+    # Count before enumerating: C(d+p, p) − 1 is cheap, the list of tuples is not.
+    size_limit(
+        f"the degree-{degree} feature space in d = {dim}",
+        comb(dim + degree, degree) - 1,
+        limit=MAX_FEATURES,
+        what="features",
+    )
     return [t for k in range(1, degree + 1) for t in combinations_with_replacement(range(dim), k)]
 
 
@@ -104,12 +126,26 @@ def orthonormal_table(kind: str, max_degree: int, z, start=None) -> np.ndarray:
     (:func:`recurrence_coefficient`), which never forms ``k!``. The recurrence is linear, so a
     ``start`` other than 1 (e.g. ``√(Gaussian weight)``, as :mod:`icl_book.hermite` passes) gives the
     weighted functions ``p_k(z) · start``, which stay in range where ``p_k`` alone would overflow.
+
+    ``max_degree`` is at most ``MAX_ORTHONORMAL_DEGREE``; ``z`` (and ``start``) must be finite real
+    arrays; the table's ``(K + 1) · z.size`` entries are checked against the allocation limit before it
+    is built. Cost: ``K`` passes over ``z``.
     """
     if kind not in ORTHONORMAL_KINDS:
         raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
-    max_degree = nonnegative_int("max_degree", max_degree)
-    z = np.asarray(z, dtype=np.float64)
-    start = np.ones_like(z) if start is None else np.broadcast_to(start, z.shape)
+    max_degree = integer("max_degree", max_degree, minimum=0, maximum=MAX_ORTHONORMAL_DEGREE)
+    z = as_array("z", z)
+    size_limit("the table", (max_degree + 1) * max(z.size, 1), limit=MAX_ENTRIES)
+    if start is None:
+        start = np.ones_like(z)
+    else:
+        start = as_array("start", start)
+        try:
+            start = np.broadcast_to(start, z.shape)
+        except ValueError:
+            raise ValueError(
+                f"start must broadcast to z's shape {z.shape}, got {start.shape}"
+            ) from None
     out = np.empty((max_degree + 1, *z.shape))
     out[0] = start
     if max_degree >= 1:
@@ -118,6 +154,18 @@ def orthonormal_table(kind: str, max_degree: int, z, start=None) -> np.ndarray:
         a_m, a_next = recurrence_coefficient(kind, m), recurrence_coefficient(kind, m + 1)
         out[m + 1] = (z * out[m] - a_m * out[m - 1]) / a_next
     return out
+
+
+def _orthonormal_last(kind: str, degree: int, z: np.ndarray) -> np.ndarray:
+    """``p_K(z)`` alone: :func:`orthonormal_table`'s recurrence keeping two rows (memory ``O(z.size)``,
+    not ``O(K z.size)``; the same operations, so the same bits as the table's last row)."""
+    prev, cur = None, np.ones_like(z)
+    if degree >= 1:
+        prev, cur = cur, z * cur / recurrence_coefficient(kind, 1)
+    for m in range(1, degree):
+        a_m, a_next = recurrence_coefficient(kind, m), recurrence_coefficient(kind, m + 1)
+        prev, cur = cur, (z * cur - a_m * prev) / a_next
+    return cur
 
 
 def _monomial_coefficient(index_tuple: tuple[int, ...]) -> float:
@@ -132,7 +180,7 @@ def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> n
         if c == 0:
             continue
         if kind in ORTHONORMAL_KINDS:
-            out = out * orthonormal_table(kind, int(c), x[..., j])[-1]
+            out = out * _orthonormal_last(kind, int(c), x[..., j])
         else:
             out = out * x[..., j] ** int(c)
     if kind == "monomial":
@@ -179,8 +227,8 @@ class FeatureBlock:
         return len(self.index_tuples)
 
     def __call__(self, x) -> np.ndarray:
-        """Feature values, shape ``(..., m)`` for ``x`` of shape ``(..., d)``."""
-        x = np.asarray(x, dtype=np.float64)
+        """Feature values, shape ``(..., m)`` for ``x`` of shape ``(..., d)`` (finite, real)."""
+        x = as_array("x", x)
         if x.ndim < 1 or x.shape[-1] != self.dim:
             raise ValueError(f"x must have shape (..., d) with d = {self.dim}, got {x.shape}")
         if not self.index_tuples:
@@ -194,8 +242,11 @@ class FeatureBlock:
 
 
 def feature_map(x, degree: int, *, kind: str = "hermite") -> np.ndarray:
-    """All features of degree ``1..p`` of ``x (..., d)``, shape ``(..., C(d+p, p) − 1)``, in the book's order."""
-    x = np.asarray(x, dtype=np.float64)
+    """All features of degree ``1..p`` of ``x (..., d)``, shape ``(..., C(d+p, p) − 1)``, in the book's order.
+
+    ``x`` must be a finite real array; the feature count is checked before it is enumerated.
+    """
+    x = as_array("x", x)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"x must have shape (..., d) with d >= 1, got {x.shape}")
     degree = positive_int("degree", degree)
@@ -243,6 +294,10 @@ def feature_kernel(feature_blocks: Sequence):
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
-        return sum(np.asarray(b(x)) @ np.swapaxes(np.asarray(b(xp)), -1, -2) for b in blocks)
+        return sum(
+            callable_output("feature_blocks output", b(x))
+            @ np.swapaxes(callable_output("feature_blocks output", b(xp)), -1, -2)
+            for b in blocks
+        )
 
     return kernel

@@ -33,11 +33,14 @@ from ._blas import OneBlasThread, one_blas_thread
 from ._compat import NOISE_VAR, renamed
 from ._validate import (
     as_array,
+    callable_output,
+    flag,
     generator,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     positive_int,
+    real,
     reduced_gamma,
     task_vectors,
 )
@@ -134,9 +137,8 @@ def problem_sizes(
     dim = positive_int("dim", dim)
     alpha = positive_float("alpha", alpha)
     tau = positive_float("tau", tau)
-    kappa = float(kappa)
-    if not (kappa > 0):  # also rejects NaN
-        raise ValueError(f"kappa must be > 0 (np.inf allowed), got {kappa!r}")
+    # "2", True and None are refused by name (float() would parse, cast or fail anonymously)
+    kappa = real("kappa", kappa, low=0.0, low_open=True, allow_inf=True)
     ell = _round_half_up(alpha * dim)
     if ell < 1:
         raise ValueError(
@@ -186,7 +188,7 @@ def reduced_features(xs, ys) -> np.ndarray:
 def _apply_link(link, z):
     if link is None:
         return z
-    out = np.asarray(link(z), dtype=np.float64)
+    out = callable_output("link output", link(z))  # real and finite: a NaN label is refused here
     if out.shape != z.shape:
         raise ValueError(
             f"link must be vectorised (map an array to an array of the same shape), got {out.shape}"
@@ -235,6 +237,7 @@ def sample_reduced_prompts(
     ell = positive_int("context_len", context_len)
     n = positive_int("batch", batch)
     noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    return_tasks = flag("return_tasks", return_tasks)
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
     if task_pool is not None:

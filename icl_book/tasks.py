@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validate import (
+    callable_output,
     as_array,
     finite_values,
     generator,
@@ -180,7 +181,7 @@ def sample_single_index_prompts(
         tasks = _draw_tasks(task_pool, (dim,), "dim", batch, rng)
     x = rng.standard_normal((batch, context_len + 1, dim)) / np.sqrt(dim)
     z = np.einsum("bnd,bd->bn", x, tasks)
-    clean = z if link is None else np.asarray(link(z), dtype=np.float64)
+    clean = z if link is None else callable_output("link output", link(z))
     if clean.shape != z.shape:
         raise ValueError(
             f"link must be vectorised (map an array to an array of the same shape), got {clean.shape}"
