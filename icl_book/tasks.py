@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validate import (
-    callable_output,
     as_array,
+    callable_output,
     finite_values,
     generator,
     nonnegative_float,
