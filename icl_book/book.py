@@ -56,7 +56,19 @@ def glue(name: str, value, fmt: str | None = None) -> str:
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
         if not np.isfinite(value):
             raise ValueError(f"value of {name!r} must be finite, got {value}")
-    text = format(value, fmt) if fmt is not None else str(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"value of {name!r} must be real, got {value!r}")
+    if fmt is not None and isinstance(value, (bool, np.bool_)):
+        # a number format turns True into '1.000': glue a bool without fmt, or the number it counts
+        raise TypeError(
+            f"value of {name!r} is a bool; a number format {fmt!r} would print it as 1/0"
+        )
+    try:
+        text = format(value, fmt) if fmt is not None else str(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"value of {name!r} ({type(value).__name__}) cannot be formatted with fmt={fmt!r}: {exc}"
+        ) from None
     try:
         from myst_nb import glue as _myst_glue
     except ImportError:  # Colab and plain installs: no book to glue into.

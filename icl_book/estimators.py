@@ -24,6 +24,7 @@ from ._validate import (
     nonnegative_float,
     positive_float,
     positive_int,
+    size_limit,
     square_matrix,
 )
 
@@ -473,6 +474,11 @@ def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
 
 
 def _evaluate_blocks(feature_blocks, xs, x_query):
+    if not callable(feature_blocks) and not np.iterable(feature_blocks):
+        raise TypeError(
+            "feature_blocks must be a callable x (..., d) -> (..., m) or a sequence of them, "
+            f"got {type(feature_blocks).__name__}"
+        )
     blocks = [feature_blocks] if callable(feature_blocks) else list(feature_blocks)
     if not blocks:
         raise ValueError("feature_blocks must hold at least one block")
@@ -534,6 +540,8 @@ def block_coordinate_gd_predict(
     eta = positive_float("eta", eta)
     n_cycles = positive_int("n_cycles", n_cycles)
     phis, qs = _evaluate_blocks(feature_blocks, xs, x_query)
+    # the list of block steps is n_cycles * B long: refuse a count that could never run
+    size_limit("n_cycles * len(feature_blocks)", n_cycles * len(phis), what="block updates")
     # the residual updates of a deep stack's y slots, written once (imported here: it needs torch)
     from .attention.layers import bcd_steps
 

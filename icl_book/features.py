@@ -92,7 +92,7 @@ def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
     degree = positive_int("degree", degree)
     # Count before enumerating: C(d+p, p) − 1 is cheap, the list of tuples is not.
     size_limit(
-        f"the degree-{degree} feature space in d = {dim}",
+        f"the feature space of degree = {degree} in dim = {dim}",
         comb(dim + degree, degree) - 1,
         limit=MAX_FEATURES,
         what="features",

@@ -42,6 +42,7 @@ from ._validate import (
     positive_int,
     real,
     reduced_gamma,
+    size_limit,
     task_vectors,
 )
 from .hermite import get_link
@@ -236,6 +237,9 @@ def sample_reduced_prompts(
     dim = positive_int("dim", dim)
     ell = positive_int("context_len", context_len)
     n = positive_int("batch", batch)
+    # h is (batch, dim + 1) and each block draws (rows, context_len): refuse sizes before allocating
+    size_limit("batch * (dim + 1)", n * (dim + 1))
+    size_limit("context_len * dim", ell * dim)
     noise_var = nonnegative_float(NOISE_VAR, noise_var)
     return_tasks = flag("return_tasks", return_tasks)
     if link is not None and not callable(link):
@@ -509,6 +513,8 @@ def pretrain_reduced_lsa(
     """
     rng = generator(rng)
     ell, n, k = problem_sizes(dim, alpha, tau, kappa)
+    # the n prompts' (n, d + 1) features and (n, d) queries, before anything is drawn
+    size_limit("tau * dim**2 * (dim + 1), the pretraining features,", n * (dim + 1))
     noise_var = nonnegative_float(NOISE_VAR, noise_var)
     ridge = nonnegative_float("ridge", ridge)
     pool = None if k is None else sample_task_pool(k, dim, rng=rng)

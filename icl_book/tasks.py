@@ -29,6 +29,7 @@ from ._validate import (
     generator,
     nonnegative_float,
     positive_int,
+    size_limit,
     square_matrix,
 )
 from .features import ORTHONORMAL_KINDS, feature_map, n_features
@@ -69,13 +70,19 @@ def _gaussian_inputs(rng, shape, dim, input_cov):
 
 
 def _prompt_sizes(batch, context_len, dim, noise_var) -> tuple[int, int, int, float]:
-    """The arguments every sampler shares, validated: ``B, N, d >= 1`` and ``σ² >= 0``."""
-    return (
+    """The arguments every sampler shares, validated: ``B, N, d >= 1`` and ``σ² >= 0``.
+
+    The prompts' ``B (N + 1) d`` entries are checked against the allocation limit before anything is
+    drawn (a typo such as ``batch=10**12`` is refused by name, not as a 14 TiB ``MemoryError``).
+    """
+    out = (
         positive_int("batch", batch),
         positive_int("context_len", context_len),
         positive_int("dim", dim),
         nonnegative_float("noise_var", noise_var),
     )
+    size_limit("batch * (context_len + 1) * dim", out[0] * (out[1] + 1) * out[2])
+    return out
 
 
 def _draw_tasks(task_pool, shape: tuple[int, ...], names: str, batch: int, rng) -> np.ndarray:

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from .._validate import (
+    as_array,
     check_prompt_shapes,
     choice,
     integer,
@@ -174,7 +175,7 @@ def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"
     # The plan is built by list scans over all features: refuse, before enumerating, a feature
     # space whose plan would take minutes.
     size_limit(
-        f"the degree-{degree} feature space in d = {dim}",
+        f"the feature space of degree = {degree} in dim = {dim}",
         n_features(dim, degree),
         limit=MAX_PLAN_FEATURES,
         what="features",
@@ -359,7 +360,7 @@ def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
     degree = integer("degree", degree, minimum=1, maximum=MAX_PLAN_DEGREE)
     kind = choice("kind", kind, FEATURE_KINDS)
     size_limit(
-        f"the degree-{degree} feature space in d = {dim}",
+        f"the feature space of degree = {degree} in dim = {dim}",
         n_features(dim, degree),
         limit=MAX_PLAN_FEATURES,
         what="features",
@@ -544,7 +545,8 @@ def deep_bcd_weights(
     smallest = dim + 3
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < smallest:
         raise ValueError(
-            f"width must be an integer >= {smallest} (d = {dim} inputs, a constant, one scratch slot and y), "
+            f"width must be an integer >= {smallest} (dim = {dim} inputs, a constant, one scratch slot "
+            "and y), "
             f"got {width!r}"
         )
     width = int(width)
@@ -559,6 +561,12 @@ def deep_bcd_weights(
             f"width must be >= {need} for dim = {dim}, degree = {degree} (a feature and its parents must fit "
             f"in the scratch), got {width}"
         ) from None
+    # Five (width x width)-sized matrices per layer, n_cycles * len(plan) layers: refuse before building.
+    size_limit(
+        "width**2 * n_cycles * layers",
+        5 * width * width * len(plan) * n_cycles,
+        what="weight entries",
+    )
     one_cycle = []
     prev_slot: dict = {}
     for features, carriers in (
@@ -592,7 +600,7 @@ def _check_deep_weights(weights) -> DeepBCDWeights:
 
 def deep_forward(tokens, layers) -> np.ndarray:
     """Run the layers (a sequence of ``GLULSABlockWeights``) on token matrices ``(B, D, N+1)``; same shape out."""
-    z = np.asarray(tokens, dtype=np.float64)
+    z = as_array("tokens", tokens)
     if z.ndim != 3 or z.shape[2] < 2:
         raise ValueError(f"tokens must have shape (B, D, N+1) with N >= 1, got {z.shape}")
     for i, layer in enumerate(layers):

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from .._validate import (
+    as_array,
     check_prompt_shapes,
     finite_float,
     flag,
@@ -109,7 +110,7 @@ def quadratic_features(x, *, whitened: bool = False) -> np.ndarray:
     whose covariance under ``x ~ N(0, I_d)`` is the identity (chapter 1: ``He_2(z)/√2!``).
     """
     whitened = flag("whitened", whitened)
-    x = np.asarray(x, dtype=np.float64)
+    x = as_array("x", x)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"x must have shape (..., d) with d >= 1, got {x.shape}")
     # The degree-2 part of the book's feature map (icl_book.features), whose pair order is
@@ -215,7 +216,8 @@ def _check_weights(weights) -> GLULSABlockWeights:
             "weights must be a GLULSABlockWeights (from glu_lsa_block_weights), "
             f"got {type(weights).__name__}"
         )
-    w1, w2, w3, w_kq, w_pv = (np.asarray(w, dtype=np.float64) for w in weights[:5])
+    names = ("weights.w1", "weights.w2", "weights.w3", "weights.w_kq", "weights.w_pv")
+    w1, w2, w3, w_kq, w_pv = (as_array(n, w) for n, w in zip(names, weights[:5], strict=True))
     big_d = w_kq.shape[0] if w_kq.ndim == 2 else -1
     hidden = w1.shape[0] if w1.ndim == 2 else -1
     if w_kq.shape != (big_d, big_d) or w_pv.shape != (big_d, big_d):
@@ -251,7 +253,7 @@ def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
     The last column is the query: ``M = diag(I_N, 0)`` keeps it out of the keys and values.
     """
     w1, w2, w3, w_kq, w_pv, _, _ = _check_weights(weights)
-    z = np.asarray(tokens, dtype=np.float64)
+    z = as_array("tokens", tokens)
     if z.ndim != 3 or z.shape[1] != w_kq.shape[0] or z.shape[2] < 2:
         raise ValueError(
             f"tokens must have shape (B, D = {w_kq.shape[0]}, N+1 >= 2), got {z.shape}"
@@ -355,7 +357,7 @@ class GLUFeedForward(nn.Module):
         """Copy NumPy weights ``w1, w2 (H, D)``, ``w3 (D, H)`` into the layer; returns ``self``."""
         for name, value in (("w1", w1), ("w2", w2), ("w3", w3)):
             p = getattr(self, name)
-            arr = np.asarray(value, dtype=np.float64)
+            arr = as_array(name, value)  # real, finite: NaN weights are refused by name
             if arr.shape != tuple(p.shape):
                 raise ValueError(f"{name} must have shape {tuple(p.shape)}, got {arr.shape}")
             p.copy_(torch.from_numpy(arr).to(dtype=p.dtype, device=p.device))

@@ -33,6 +33,7 @@ import torch
 
 from .._compat import renamed
 from .._validate import (
+    as_array,
     check_prompt_shapes,
     finite_float,
     positive_int,
@@ -90,7 +91,7 @@ def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
     numpy.ndarray
         ``LSA(Z)``, same shape as ``Z``.
     """
-    Z = np.asarray(Z, dtype=np.float64)
+    Z = as_array("Z", Z)  # before any conversion: bool, complex, string and NaN refused
     single = Z.ndim == 2
     if single:
         Z = Z[None]
@@ -247,7 +248,7 @@ class LinearSelfAttention(torch.nn.Module):
         cls, w_kq, w_pv, *, dtype: torch.dtype = torch.float64, device=None
     ) -> LinearSelfAttention:
         """Build a layer holding the given NumPy ``(d+1, d+1)`` weights (e.g. :func:`gd_lsa_weights`)."""
-        w_kq = np.asarray(w_kq, dtype=np.float64)
+        w_kq = as_array("w_kq", w_kq)
         if w_kq.ndim != 2 or w_kq.shape[0] != w_kq.shape[1] or w_kq.shape[0] < 2:
             raise ValueError(
                 f"w_kq must be a square (d+1, d+1) matrix with d >= 1, got shape {w_kq.shape}"
