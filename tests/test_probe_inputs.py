@@ -450,14 +450,13 @@ def probe(name: str):
     return rows
 
 
-# Outcomes that are not "clear" or a finite, accepted return, each with its reason. Key:
-# (callable, argument, mutation label).
-ALLOWED = {
-    # A scalar error at an infinite ratio is the documented limit; inf is returned where it diverges.
-    ("theory.icl_error", "tau", "inf"): "τ = ∞ is the infinite-pretraining limit (finite).",
-    # An extra leading dimension on a theory ratio broadcasts: arrays of α, τ, κ are the API.
-    ("theory.wishart_stieltjes", "x", "inf"): "M_κ(∞) = 0, the limit.",
-}
+# Outcomes that are not "clear" or a finite, accepted return, each with its reason, keyed by
+# (callable, argument, mutation label). Empty: every probe above gives a clear error or a finite value.
+# Not probed here, owned by issue 28 (icl_book/train.py, studies.py, attention/layers.py), found by
+# hand with the same classes: train.prompts_to_torch(dtype=torch.int64) truncates the prompts;
+# train_in_context(progress="False") prints a progress bar; NaN labels in train_in_context are blamed
+# on the learning rate at step 0; torch's requires-grad message for tensors that need grad.
+ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

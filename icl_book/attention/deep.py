@@ -46,6 +46,7 @@ from .._validate import (
     as_array,
     check_prompt_shapes,
     choice,
+    flag,
     integer,
     positive_float,
     positive_int,
@@ -703,8 +704,7 @@ class DeepTransformer(nn.Module):
         self.width = positive_int("width", width, minimum=self.dim + 2)
         self.depth = positive_int("depth", depth)
         hidden = 2 * self.width if hidden_dim is None else positive_int("hidden_dim", hidden_dim)
-        if not isinstance(label_norm, bool):
-            raise TypeError(f"label_norm must be a bool, got {type(label_norm).__name__}")
+        label_norm = flag("label_norm", label_norm)  # NumPy booleans too
         self.label_norm = label_norm
         if output_bound is not None:
             if not label_norm:

@@ -34,6 +34,7 @@ import torch
 from .._compat import renamed
 from .._validate import (
     as_array,
+    as_tensor,
     check_prompt_shapes,
     finite_float,
     positive_int,
@@ -262,7 +263,13 @@ class LinearSelfAttention(torch.nn.Module):
         return model
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
-        """``ŷ (B,)`` for ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)``."""
+        """``ŷ (B,)`` for ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)`` (NumPy arrays or tensors of
+        any float dtype, converted to the layer's dtype and device, as in the other modules)."""
+        p = self.w_kq
+        xs, ys, x_query = (
+            as_tensor(n, a, dtype=p.dtype, device=p.device)
+            for n, a in (("xs", xs), ("ys", ys), ("x_query", x_query))
+        )
         if xs.ndim != 3 or xs.shape[2] != self.dim:
             raise ValueError(f"xs must have shape (B, N, {self.dim}), got {tuple(xs.shape)}")
         b, n, _ = xs.shape
