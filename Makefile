@@ -11,7 +11,7 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread browser assignments benchmarks pdf clean help
+.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread nbval-both browser assignments benchmarks pdf clean clean-testcache help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
@@ -24,7 +24,8 @@ help:
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
 	@echo "make lock        regenerate the lock requirements.txt from requirements.in"
-	@echo "make pdf         the PDF edition (needs: $(TEX_PACKAGES))"
+	@echo "make pdf         the PDF edition, _build/latex/icl-book.pdf (needs: $(TEX_PACKAGES)); 'make pdf html': a site that links it"
+	@echo "make clean-testcache  forget the passes make test remembers (it re-runs everything next time)"
 	@echo "make publish     the whole published site in _build/html: HTML, PDF, editions, wheel"
 
 # --- setup: idempotent; reinstalls only when requirements.txt or pyproject.toml change -----------------
@@ -52,8 +53,10 @@ lock:
 
 # --- the book -----------------------------------------------------------------------------------------
 # Publishes _build/latex/icl-book.pdf with the site when `make pdf` has built it (see pdf below).
+# BUILD_ROOT: where _build/ goes (tests/test_pdf.py builds a PDF and its site in a temporary folder).
+BUILD_ROOT ?= .
 html: $(STAMP)
-	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
+	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going --path-output $(BUILD_ROOT)
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
 book: html
@@ -100,8 +103,18 @@ format-chapters: $(STAMP)
 pairs: $(STAMP)
 	$(BIN)/python -m booktools.notebooks check-pairs
 
+# The test suite in two processes (pytest-xdist, --dist loadgroup: each module's tests in one process,
+# tests/conftest.py spreads the heaviest ones), with the local cache of passes (booktools/testcache.py):
+# a test that passed before with exactly the same inputs is not re-run, and says so at the end. A clean
+# checkout (and CI, where CI is set) has no cache and runs everything; ICL_TESTCACHE=off make test
+# runs everything anyway; make clean-testcache forgets every pass.
+PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
+TESTCACHE := -p booktools.testcache
 unit: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider tests
+	$(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --durations=15 tests
+
+clean-testcache:
+	rm -rf .testcache
 
 # The quick loop while editing the package: lint, the build, and every test not marked slow or
 # browser (no nbval, no notebook execution). Under 90 s on 2 cores.
@@ -114,13 +127,22 @@ test-fast: $(STAMP)
 # kernel). Each kernel keeps the stage's BLAS thread count, so outputs are still checked with 2 threads
 # and with 1; the package runs its tiny-matrix code on one BLAS thread (icl_book._blas), so two kernels
 # side by side do not spin against each other.
-NBVAL := $(BIN)/pytest -p no:cacheprovider -n 2 --dist loadfile --nbval --nbval-sanitize-with nbval_sanitize.cfg
+# A chapter that passed with the same inputs (its notebook, the package, the sanitizer, the lock, the
+# platform, the thread count: booktools/testcache.py) is not re-run. NBVAL_JOBS: chapters side by side.
+NBVAL_JOBS ?= 2
+NBVAL := $(PYTEST) $(TESTCACHE) -n $(NBVAL_JOBS) --dist loadfile --nbval --nbval-sanitize-with nbval_sanitize.cfg
 nbval: $(STAMP)
 	OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
 
 # Outputs must not depend on the number of threads: re-check with one.
 nbval-1thread: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
+
+# Both thread settings at once, one chapter at a time each (two kernels in all, as above): the whole
+# book takes as long as the two stages one after the other, and one edited chapter half as long.
+# Each stage's output is printed whole when it ends (--output-sync).
+nbval-both: $(STAMP)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target NBVAL_JOBS=1 nbval nbval-1thread
 
 # The browser check: Debian's chromium (installed when missing and we are root, as in CI), driven by
 # playwright from the lock (never `playwright install`), and axe-core from npm (package-lock.json).
@@ -143,16 +165,16 @@ node_modules/.package-lock.json: package.json package-lock.json
 # The stages in order (booktools/stages.py): it stops at the first failure and always ends with the
 # time of each stage, so that a slow-down shows in every CI log.
 test: $(STAMP) browser
-	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs html unit nbval nbval-1thread
+	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs html unit nbval-both
 
-# The PDF edition: xelatex into _build/latex/icl-book.pdf, then the HTML again, which publishes it as
-# _build/html/icl-book.pdf and links it from the introduction and every page's download menu
-# (booktools/sphinx_ext.py). An HTML build without a PDF has no such link, so no link is ever dead.
+# The PDF edition: xelatex into _build/latex/icl-book.pdf, and nothing else. An HTML build made while
+# that file exists publishes it as _build/html/icl-book.pdf and links it from the introduction and every
+# page's download menu (booktools/sphinx_ext.py), so `make pdf html` gives a site with the PDF, as
+# `make publish` does. An HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
-	$(BIN)/jupyter-book build . --all --builder pdflatex
-	@echo "PDF: $(CURDIR)/_build/latex/icl-book.pdf"
-	@$(MAKE) --no-print-directory html
+	$(BIN)/jupyter-book build . --all --builder pdflatex --path-output $(BUILD_ROOT)
+	@echo "PDF: $(abspath $(BUILD_ROOT))/_build/latex/icl-book.pdf; 'make html' publishes it with the site"
 
 # The published site in one folder, _build/html: the editions (make editions), the whole-book PDF and the
 # HTML (make pdf; the HTML build copies the PDF, the editions and the chapters' .md sources in), and the
@@ -162,7 +184,8 @@ pdf: $(STAMP)
 publish: $(STAMP)
 	$(MAKE) --no-print-directory editions
 	$(MAKE) --no-print-directory pdf
+	$(MAKE) --no-print-directory html
 	$(BIN)/python -m booktools.publish _build/html
 
 clean:
-	rm -rf _build
+	rm -rf _build .testcache

@@ -1,6 +1,6 @@
 """Run ``make test``'s stages in order and print the time of each at the end (issue 30).
 
-``python -m booktools.stages lint pairs html unit nbval nbval-1thread`` runs ``make <target>`` for each
+``python -m booktools.stages lint pairs html unit nbval-both`` runs ``make <target>`` for each
 stage, stops at the first that fails, and always ends with a table of the stages' wall times (and the
 stage that failed), so that the next slow-down is visible in every CI log.
 """
@@ -21,6 +21,7 @@ LABELS = {
     "unit": "unit, build and browser tests",
     "nbval": "nbval (2 threads)",
     "nbval-1thread": "nbval (1 thread)",
+    "nbval-both": "nbval (2 threads and 1 thread, side by side)",
 }
 
 

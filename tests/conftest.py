@@ -1,7 +1,8 @@
-"""Shared fixtures and paths for the test suite."""
+"""Shared fixtures and paths for the test suite, and how `make test` spreads and caches it (issue 30)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -26,3 +27,130 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+# --- make test: two processes (pytest-xdist, --dist loadgroup) ---------------------------------------
+# Every test runs in the process of its module's group, as with --dist loadfile, so module fixtures
+# (a server, a browser, an nbgrader course, a built Sphinx environment) are set up once and tests that
+# share a file, directory or port never run side by side. A new test file needs nothing here. These
+# tests get groups of their own, so that their heavy work spreads over both processes; each such
+# group sets up the module's fixtures again in the process that runs it.
+def _params(item) -> dict:
+    return getattr(item, "callspec", None) and item.callspec.params or {}
+
+
+def _page_group(item):
+    page = _params(item).get("page")
+    return None if page is None else f"page:{page}"
+
+
+def _stem_group(item):
+    return f"chapter:{_params(item)['stem']}"
+
+
+SPLIT = [
+    # one browser and server per process (module fixture `site`); a page's tests share its measurement
+    ("tests/test_browser.py::*[[]*", _page_group),
+    # a chapter executed by the grader (2-70 s each); the nbgrader course is built in each process
+    ("tests/test_assignments.py::test_the_instructors_solutions_score_full_marks*", _stem_group),
+]
+
+# --- make test: what a test reads beyond the base, for the cache (booktools/testcache.py) ------------
+# The base of every key: every file of the work tree except the chapters' content, the installed
+# packages, the platform, the environment and the options. A test listed nowhere here is keyed on the
+# base, every chapter's content and the whole built site, so it re-runs after any edit: a new test
+# needs no entry. Entries may only narrow what is known to be read:
+#   "chapter:<NN_stem>"  chapters/<stem>.* and notebooks/<stem>.* (and its timings.json entry)
+#   "site-page:<page>"   the built page, its sources and downloads, its images, every unowned site file
+#   "content", "site"    every chapter's content, the whole of _build/html
+#   "nocache"            never cached (its outcome depends on something outside the work tree)
+_CHAPTER_PAGE = re.compile(r"chapters/(\d\d_[^/]+)\.html")
+
+
+def _page_inputs(item):
+    page = _params(item).get("page")
+    if page is None:
+        return None  # not a page's test: keyed on everything
+    m = _CHAPTER_PAGE.fullmatch(page)
+    # the chapter's .md and edition are fetched and compared with the repository's files
+    return [f"site-page:{page}", *([f"chapter:{m[1]}"] if m else [])]
+
+
+def _param_chapter(name):
+    def inputs(item):
+        value = _params(item)[name]
+        return [f"chapter:{Path(str(value)).stem}"]
+
+    return inputs
+
+
+READS = [
+    # Per page: the page, what it loads and its downloads; searchindex.js, which every page loads but
+    # only a search reads, belongs to search.html (the search tests and the changed page re-run).
+    ("tests/test_browser.py::*[[]*", _page_inputs),
+    # The attack batch grades the prologue's release (booktools.assignments.chapter_release).
+    ("tests/test_grader_attacks.py::*", ["chapter:00_prologue"]),
+    # The grader on a made-up chapter (the module's demo_dir, demo_nb, student, graded fixtures).
+    *[
+        (f"tests/test_assignments.py::test_{name}*", [])
+        for name in (
+            "stub_",
+            "check_cell_detection",
+            "student_notebook_",
+            "instructor_notebook_",
+            "nbgrader_metadata_",
+            "nbgrader_release_equals_student_notebook",
+            "grade_",
+            "notebook_timeout_",
+        )
+    ],
+    # A chapter's release, grading and editions.
+    (
+        "tests/test_assignments.py::test_the_instructors_solutions_score_full_marks*",
+        _param_chapter("stem"),
+    ),
+    ("tests/test_assignments.py::test_honest_submissions_score_the_same*", _param_chapter("stem")),
+    (
+        "tests/test_assignments.py::test_student_edition_is_nbgraders_release*",
+        _param_chapter("stem"),
+    ),
+    ("tests/test_assignments.py::test_chapter_editions*", _param_chapter("path")),
+    ("tests/test_student_run_all.py::test_run_all_on_an_untouched*", _param_chapter("stem")),
+    (
+        "tests/test_colab_path.py::test_wheel_in_fresh_venv_runs_an_edition*",
+        _param_chapter("edition"),
+    ),
+    # The lowest versions run the prologue's and chapter 1's editions.
+    (
+        "tests/test_packaging.py::test_the_lowest_direct_versions_run_the_fast_editions",
+        ["chapter:00_prologue", "chapter:01_hermite"],
+    ),
+    # Asks the package index for the newest setuptools: not a function of the work tree.
+    ("tests/test_packaging.py::test_wheel_builds_without_warnings_with_the_newest*", ["nocache"]),
+    # The cache's own tests build scratch repositories; shipped weights and studies read the package
+    # and .studies/ (all in the base).
+    ("tests/test_testcache.py::*", []),
+    ("tests/test_shipped_weights.py::*", []),
+    ("tests/test_shipped_studies.py::*", []),
+]
+
+
+def pytest_configure(config):
+    # also without the plugins that define them (a run with -p no:xdist, or without the cache)
+    config.addinivalue_line("markers", "xdist_group(name): tests run in one process (xdist)")
+    config.addinivalue_line("markers", "testcache_inputs(*inputs): see booktools/testcache.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups and the cache reads the inputs
+def pytest_collection_modifyitems(config, items):
+    from booktools.testcache import MARK, pattern_inputs
+
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            group = pattern_inputs(item, SPLIT)
+            # short: xdist appends the group to the node id it reports ("...::test_x@test_links")
+            item.add_marker(pytest.mark.xdist_group(group or item.path.stem))
+        if not item.get_closest_marker(MARK):
+            inputs = pattern_inputs(item, READS)
+            if inputs is not None:
+                item.add_marker(getattr(pytest.mark, MARK)(*inputs))

@@ -1,8 +1,10 @@
 """The PDF edition (`make pdf`) and its publication with the site.
 
-`make pdf` builds `_build/latex/icl-book.pdf` with xelatex and then the HTML again, which copies it to
-`_build/html/icl-book.pdf` and links it from the introduction and every page's download menu
-(`booktools/sphinx_ext.py`). The tests that build it need xelatex; where it is missing (the TeX packages are
+`make pdf` builds `_build/latex/icl-book.pdf` with xelatex (and no HTML); an HTML build made while it exists
+(`make pdf html`, as `make publish` runs) copies it to `_build/html/icl-book.pdf` and links it from the
+introduction and every page's download menu (`booktools/sphinx_ext.py`). The tests build both in a
+temporary folder (`BUILD_ROOT`), so the book's own `_build/html`, which other tests read at the same time,
+is neither rewritten nor left publishing a PDF of another state of the book. The tests that build it need xelatex; where it is missing (the TeX packages are
 ~1 GB; `make pdf` prints the apt-get line) they are skipped, and what the site then shows is checked instead:
 an HTML build without the PDF links to no PDF at all (tested on a one-page book below, with or without
 xelatex), so no link is ever dead.
@@ -21,8 +23,6 @@ import yaml
 from .browser import find_chromium, serve
 from .conftest import ROOT
 
-HTML = ROOT / "_build" / "html"
-PDF = ROOT / "_build" / "latex" / "icl-book.pdf"
 needs_xelatex = pytest.mark.skipif(
     shutil.which("xelatex") is None, reason="xelatex is not installed (see make pdf)"
 )
@@ -34,16 +34,23 @@ def pdf_pages(path) -> int:
 
 
 @pytest.fixture(scope="module")
-def made_pdf():
+def made(tmp_path_factory):
+    """`make pdf html` into a temporary BUILD_ROOT: its _build folder."""
+    out = tmp_path_factory.mktemp("book")
     result = subprocess.run(
-        ["make", "--no-print-directory", "pdf"],
+        ["make", "--no-print-directory", "pdf", "html", f"BUILD_ROOT={out}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=1500,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return PDF
+    return out / "_build"
+
+
+@pytest.fixture(scope="module")
+def made_pdf(made):
+    return made / "latex" / "icl-book.pdf"
 
 
 @pytest.mark.slow  # make pdf: a whole LaTeX build (~80 s)
@@ -53,7 +60,7 @@ def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
     assert pdf_pages(pdf) > 50
     images = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True).stdout
     assert len(images.splitlines()) > 3, "the figures are missing from the PDF"
-    tex = (ROOT / "_build" / "latex" / "icl-book.tex").read_text()
+    tex = (pdf.parent / "icl-book.tex").read_text()
     assert (
         "\\Normal" in tex and "\\providecommand{\\Normal}" in tex
     )  # the book's macros reach LaTeX
@@ -75,13 +82,14 @@ def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
 
 @needs_xelatex
 @pytest.mark.browser
-def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made_pdf, tmp_path):
+def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made, made_pdf, tmp_path):
     from playwright.sync_api import sync_playwright
 
     from .test_figures import CHROMIUM_ARGS, WINDOW
 
-    assert (HTML / "icl-book.pdf").read_bytes() == made_pdf.read_bytes()  # published, not stale
-    with serve(HTML) as url, sync_playwright() as p:
+    html = made / "html"
+    assert (html / "icl-book.pdf").read_bytes() == made_pdf.read_bytes()  # published, not stale
+    with serve(html) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport=WINDOW)
