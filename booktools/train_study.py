@@ -9,7 +9,8 @@ subset (e.g. in two processes, one per core).
 ``python -m booktools.train_study status glu`` prints every run's steps, validation error and state.
 
 ``python -m booktools.train_study export glu`` writes ``icl_book/data/study_<name>.npz`` from the
-checkpoints of every cohort: weights, protocol records (steps, converged flag, validation curve), CPU
+checkpoints of every cohort (or of ``--cohorts``: a study whose other cohorts are still training can
+ship the finished ones): weights, protocol records (steps, converged flag, validation curve), CPU
 seconds and the training-loss curve of every run. A cohort without a checkpoint is an error; runs still
 in training are exported with ``finished = False`` (a chapter must say so).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icl_book.studies import cohorts, study_arrays, study_path, study_trainer, train_study
+from icl_book.studies import STUDIES, cohorts, study_arrays, study_path, study_trainer, train_study
 from icl_book.train import ConvergenceRecord
 
 CHECKPOINTS = Path(".studies")
@@ -32,9 +33,11 @@ def _checkpoint(folder: Path, study: str, cohort) -> Path:
     return folder / f"{study}_{cohort.name}.pt"
 
 
-def export(study: str, folder: Path, out: Path) -> None:
+def export(study: str, folder: Path, out: Path, names=None) -> None:
     arrays = {}
     for cohort in cohorts(study):
+        if names is not None and cohort.name not in names:
+            continue
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
             raise SystemExit(f"no checkpoint for cohort {cohort.name}: train it first ({path})")
@@ -74,7 +77,7 @@ def status(study: str, folder: Path) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["train", "export", "status"])
-    parser.add_argument("study", choices=["glu", "depth"])
+    parser.add_argument("study", choices=list(STUDIES))
     parser.add_argument("--cohorts", nargs="+", default=None, help="cohort names (default: all)")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
     parser.add_argument("--max-steps", type=int, default=None, help="override the bound")
@@ -96,7 +99,11 @@ def main(argv=None) -> None:
     elif args.command == "status":
         status(args.study, args.checkpoints)
     else:
-        export(args.study, args.checkpoints, args.out or study_path(args.study))
+        known = {c.name for c in cohorts(args.study)}
+        unknown = sorted(set(args.cohorts or ()) - known)
+        if unknown:
+            raise SystemExit(f"--cohorts must be cohorts of {args.study}, got {unknown}")
+        export(args.study, args.checkpoints, args.out or study_path(args.study), args.cohorts)
 
 
 if __name__ == "__main__":

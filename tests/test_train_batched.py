@@ -318,6 +318,38 @@ def test_train_study_trains_and_returns_what_load_study_reads(tmp_path, monkeypa
         studies.train_study("tiny", checkpoints=tmp_path, names=["nope"])
 
 
+def test_export_writes_the_named_cohorts_and_refuses_unknown_names(tmp_path, monkeypatch):
+    """A study whose other cohorts still train can ship its finished ones (``--cohorts``)."""
+    torch.set_num_threads(1)
+    from booktools.train_study import main
+
+    def tiny(name, seed):
+        run = studies.RunSpec("lsa", "quadratic", 20, seed, 0.01)
+        return studies.Cohort(
+            name,
+            (run,),
+            batch_size=8,
+            warmup=2,
+            clip_grad=1.0,
+            first_check=4,
+            max_steps=8,
+            val_size=50,
+        )
+
+    monkeypatch.setitem(studies.STUDIES, "tiny", [tiny("a", 0), tiny("b", 1)])
+    studies.train_study("tiny", checkpoints=tmp_path, names=["a"], log=None)
+    out = tmp_path / "a.npz"
+    main(["export", "tiny", "--cohorts", "a", "--checkpoints", str(tmp_path), "--out", str(out)])
+    (run,) = studies.load_study("tiny", path=out).values()
+    assert run.spec.seed == 0
+    with pytest.raises(SystemExit, match="no checkpoint for cohort b"):
+        main(["export", "tiny", "--checkpoints", str(tmp_path), "--out", str(out)])
+    with pytest.raises(SystemExit, match="--cohorts must be cohorts of tiny"):
+        main(
+            ["export", "tiny", "--cohorts", "c", "--checkpoints", str(tmp_path), "--out", str(out)]
+        )
+
+
 def _resumed(cohort, folder):
     saved = torch.load(folder / f"tiny_{cohort.name}.pt", weights_only=False)
     trainer = studies.study_trainer(cohort)
