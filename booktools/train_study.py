@@ -48,9 +48,11 @@ def export(study: str, folder: Path, out: Path, names=None) -> None:
         arrays.update(study_arrays(cohort, trainer, records))
         n_conv = sum(r.converged for r in records.values())
         n_fin = sum(r.finished for r in records.values())
+        n_div = sum(bool(r.diverged_at) for r in records.values())
         cpu_h = float(np.sum(trainer.cpu_seconds)) / 3600
         print(
-            f"{cohort.name}: {n_conv} converged, {n_fin - n_conv} stopped at the bound, "
+            f"{cohort.name}: {n_conv} converged, {n_fin - n_conv - n_div} stopped at the bound, "
+            f"{n_div} diverged, "
             f"{len(records) - n_fin} still training; {cpu_h:.2f} CPU-hours"
         )
     np.savez_compressed(out, **arrays)
@@ -68,7 +70,12 @@ def status(study: str, folder: Path) -> None:
         cpu_h = float(np.sum(saved["trainer"]["cpu_seconds"])) / 3600
         print(f"{cohort.name}: {cpu_h:.2f} CPU-hours")
         for name, r in saved["records"].items():
-            state = "converged" if r["converged"] else "at bound" if r["finished"] else "training"
+            if r["converged"]:
+                state = "converged"
+            elif r.get("diverged_at"):
+                state = f"diverged at step {r['diverged_at']}"
+            else:
+                state = "at bound" if r["finished"] else "training"
             steps = r["eval_steps"][-1] if r["eval_steps"] else 0
             val = f"{r['val_mse'][-1]:.4f} ± {r['val_se'][-1]:.4f}" if r["val_mse"] else "-"
             print(f"  {name:48s} {steps:6d} steps  val {val}  {state}")

@@ -376,9 +376,12 @@ class StudyRun:
 
     @property
     def status(self) -> str:
-        """``"converged"``, ``"at the bound"`` (stopped without converging) or ``"unfinished"``."""
+        """``"converged"``, ``"at the bound"`` (stopped without converging), ``"diverged"`` (stopped
+        when its loss became non-finite, at ``record.diverged_at``) or ``"unfinished"``."""
         if self.record.converged:
             return "converged"
+        if self.record.diverged_at:
+            return "diverged"
         return "at the bound" if self.record.finished else "unfinished"
 
     @property

@@ -656,11 +656,15 @@ class BatchedTrainer:
             return m.lr
         return m.lr * math.sqrt(tau / (step + 1))
 
-    def step(self, active=None) -> np.ndarray:
+    def step(self, active=None, *, on_nonfinite: str = "raise") -> np.ndarray:
         """One Adam update of the members in ``active`` (indices; all by default).
 
-        Returns the training losses ``(len(active),)`` (batch MSE before the update).
+        Returns the training losses ``(len(active),)`` (batch MSE before the update). A member whose loss
+        is NaN or infinite raises :class:`TrainingDiverged` (``on_nonfinite="raise"``), or, with
+        ``"skip"``, is left un-updated while the others step (its loss is returned as it is).
         """
+        if on_nonfinite not in ("raise", "skip"):
+            raise ValueError(f"on_nonfinite must be 'raise' or 'skip', got {on_nonfinite!r}")
         active = list(range(len(self.members))) if active is None else [int(i) for i in active]
         start = time.process_time()
         batches = {}
@@ -692,11 +696,16 @@ class BatchedTrainer:
             for i, v in zip(active, values, strict=True)
             if not math.isfinite(v)
         ]
-        if bad:
+        if bad and on_nonfinite == "raise":
             raise TrainingDiverged(f"training loss became non-finite for members {bad}")
-        self._adam(active, dict(zip(self.trainable, grads, strict=True)))
+        # a member's gradient reaches only its own slice of the stacked parameters, so the finite
+        # members' update is the one they would take without the others
+        good = [i for i, v in zip(active, values, strict=True) if math.isfinite(v)]
+        if good:
+            self._adam(good, dict(zip(self.trainable, grads, strict=True)))
         for i, v in zip(active, values, strict=True):
-            self.losses[i].append(float(v))
+            if math.isfinite(v):
+                self.losses[i].append(float(v))
         self.cpu_seconds[active] += (time.process_time() - start) / len(active)
         return values
 
@@ -819,7 +828,10 @@ class ConvergenceRecord:
         error of that change; ``False`` when the run stopped at ``max_steps`` without that (or has not
         finished).
     finished
-        Whether the run has stopped (converged, or at ``max_steps``).
+        Whether the run has stopped (converged, at ``max_steps``, or diverged).
+    diverged_at
+        The step at which the run's training loss or validation error became NaN or infinite (0: it
+        never did). A diverged run stops there, with the weights of its last finite step, flagged.
     """
 
     name: str
@@ -829,11 +841,18 @@ class ConvergenceRecord:
     change_se: list = field(default_factory=list)
     converged: bool = False
     finished: bool = False
+    diverged_at: int = 0
 
     @property
     def steps(self) -> int:
         """Steps trained (the last checkpoint reached)."""
         return self.eval_steps[-1] if self.eval_steps else 0
+
+
+def _diverged(rec: ConvergenceRecord, step: int, log) -> None:
+    rec.diverged_at, rec.finished, rec.converged = step, True, False
+    if log is not None:
+        log(f"{rec.name} diverged at step {step}: stopped with its last finite weights")
 
 
 def converged_at(val_mse, change_se) -> bool:
@@ -930,7 +949,7 @@ def train_to_convergence(
                 rec.change_se += [math.nan] * (len(rec.val_mse) - len(rec.change_se))
                 rec.converged = False
             # a larger bound than last time continues the unconverged runs
-            if not rec.converged and rec.steps < max_steps:
+            if not rec.converged and not rec.diverged_at and rec.steps < max_steps:
                 rec.finished = False
     # a stopped run is at its checkpoint, so its per-prompt errors there can be recomputed
     for i, n in enumerate(names):
@@ -959,7 +978,11 @@ def train_to_convergence(
             todo = [i for i in active if trainer.steps[i] < target]
             if not todo:
                 break
-            trainer.step(todo)
+            losses = trainer.step(todo, on_nonfinite="skip")
+            for i, v in zip(todo, losses, strict=True):
+                if not math.isfinite(v):  # stopped and flagged, never silently dropped
+                    _diverged(records[names[i]], int(trainer.steps[i]) + 1, log)
+                    active.remove(i)
             if checkpoint is not None and time.monotonic() - last_save > save_every_s:
                 save()
                 last_save = time.monotonic()
@@ -968,6 +991,9 @@ def train_to_convergence(
             if rec.steps >= target:
                 continue  # evaluated before an interruption (or in an earlier sitting)
             err = _val_errors(trainer, i, val_prompts[names[i]])
+            if not np.all(np.isfinite(err)):
+                _diverged(rec, target, log)
+                continue
             prev = errors.get(names[i])
             change = math.nan if prev is None else float((err - prev).std() / math.sqrt(err.size))
             errors[names[i]] = err
@@ -977,8 +1003,6 @@ def train_to_convergence(
             rec.change_se.append(change)
             rec.converged = converged_at(rec.val_mse, rec.change_se)
             rec.finished = rec.converged or target >= max_steps
-            if not math.isfinite(rec.val_mse[-1]):
-                raise TrainingDiverged(f"member {rec.name}: validation error {rec.val_mse[-1]}")
         if log is not None:
             done = sum(r.converged for r in records.values())
             log(f"step {target}: {done}/{len(names)} converged, {len(active)} were active")

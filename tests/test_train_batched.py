@@ -24,6 +24,7 @@ from icl_book.tasks import sample_linear_prompts, sample_quadratic_prompts
 from icl_book.train import (
     BatchedTrainer,
     Member,
+    TrainingDiverged,
     check_steps,
     converged_at,
     train_in_context,
@@ -104,6 +105,39 @@ def test_a_run_that_cannot_converge_within_its_bound_is_flagged():
     assert rec.change_se[-1] < rec.val_se[-1] / 5
 
 
+def test_a_run_whose_loss_becomes_nonfinite_is_stopped_flagged_and_the_others_train_on():
+    """A multi-hour study must not die because one member diverged, nor hide that it did."""
+    torch.set_num_threads(1)
+    (ok,), sampler = linear_members(0.05)
+    calls = []
+
+    def poisoned(rng, b):  # labels overflow from the 16th batch on
+        calls.append(1)
+        p = sampler(rng, b)
+        return p._replace(ys=np.full_like(p.ys, np.inf)) if len(calls) > 15 else p
+
+    bad_model = LinearReadout(3, generator=torch.Generator().manual_seed(1))
+    bad = Member("bad", bad_model, poisoned, 2, 0.05)
+    val = sampler(np.random.default_rng(5), 500)
+    both = BatchedTrainer([ok, bad], batch_size=8)
+    logged = []
+    recs = train_to_convergence(
+        both, {"linear": val, "bad": val}, first_check=10, max_steps=40, log=logged.append
+    )
+    assert recs["bad"].diverged_at == 16 and recs["bad"].finished and not recs["bad"].converged
+    assert recs["bad"].eval_steps == [10] and both.steps[1] == 15
+    assert any("bad diverged at step 16" in line for line in logged)
+    # it keeps the weights of its last finite step
+    assert all(torch.isfinite(w).all() for w in both.model(1).parameters())
+    alone = BatchedTrainer(linear_members(0.05)[0], batch_size=8)
+    rec_alone = train_to_convergence(alone, {"linear": val}, first_check=10, max_steps=40)
+    assert recs["linear"] == rec_alone["linear"]
+    for a, b in zip(both.model(0).parameters(), alone.model(0).parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(TrainingDiverged, match="bad"):
+        BatchedTrainer([bad], batch_size=8).step()  # the default still raises
+
+
 def test_a_run_that_has_converged_stops_at_its_checkpoint():
     sampler = linear_members(1e-3)[1]
     members = [Member("constant", Constant(), sampler, 1, 0.1)]
@@ -121,10 +155,10 @@ def test_resumed_run_is_bitwise_the_uninterrupted_run(tmp_path):
     rec_whole = train_to_convergence(whole, val, first_check=8, max_steps=32)
 
     class Interrupted(BatchedTrainer):
-        def step(self, active=None):
+        def step(self, active=None, **kwargs):
             if self.steps.max() == 13:
                 raise KeyboardInterrupt
-            return super().step(active)
+            return super().step(active, **kwargs)
 
     path = str(tmp_path / "ck.pt")
     first = Interrupted(block_members(), batch_size=16, clip_grad=0.5)
