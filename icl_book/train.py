@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ._validate import nonnegative_float, nonnegative_int, positive_float, positive_int
+from ._validate import flag, nonnegative_float, nonnegative_int, positive_float, positive_int
 
 __all__ = [
     "Member",
@@ -120,9 +120,15 @@ def prompts_to_torch(prompts, *, device="cpu", dtype=torch.float64):
             "prompts must be an icl_book.tasks.Prompts (with xs, ys, x_query, y_query), "
             f"got {type(prompts).__name__}"
         )
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        # an integer dtype would truncate every input and label
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     out = [
         torch.as_tensor(np.asarray(getattr(prompts, n)), dtype=dtype, device=device) for n in names
     ]
+    for name, t in zip(names, out, strict=True):
+        if not torch.isfinite(t).all():  # a sampler's fault, not a training step's
+            raise ValueError(f"prompts.{name} must be finite, got NaN or infinite values")
     xs, ys, xq, yq = out
     if xs.ndim != 3:
         raise ValueError(f"prompts.xs must have shape (B, N, d), got {tuple(xs.shape)}")
@@ -335,7 +341,7 @@ def train_in_context(
     rng = np.random.default_rng(config.seed)
     history = _History(config.steps)
     stopper = _EarlyStopper(config.early_stop_patience, config.early_stop_min_delta)
-    bar = _progress_bar(config.steps) if progress else None
+    bar = _progress_bar(config.steps) if flag("progress", progress) else None
     devices = [config.device] if config.device.type == "cuda" else []
     old_threads = torch.get_num_threads()
     if config.num_threads is not None:

@@ -452,10 +452,8 @@ def probe(name: str):
 
 # Outcomes that are not "clear" or a finite, accepted return, each with its reason, keyed by
 # (callable, argument, mutation label). Empty: every probe above gives a clear error or a finite value.
-# Not probed here, owned by issue 28 (icl_book/train.py, studies.py, attention/layers.py), found by
-# hand with the same classes: train.prompts_to_torch(dtype=torch.int64) truncates the prompts;
-# train_in_context(progress="False") prints a progress bar; NaN labels in train_in_context are blamed
-# on the learning rate at step 0; torch's requires-grad message for tensors that need grad.
+# The training entry points (icl_book/train.py) are probed by hand with the same classes in
+# tests/test_train_batched.py (integer dtypes, NaN labels, a string for a flag).
 ALLOWED: dict[tuple[str, str, str], str] = {}
 
 

@@ -27,6 +27,7 @@ from icl_book.train import (
     TrainingDiverged,
     check_steps,
     converged_at,
+    prompts_to_torch,
     train_in_context,
     train_to_convergence,
 )
@@ -109,33 +110,30 @@ def test_a_run_whose_loss_becomes_nonfinite_is_stopped_flagged_and_the_others_tr
     """A multi-hour study must not die because one member diverged, nor hide that it did."""
     torch.set_num_threads(1)
     (ok,), sampler = linear_members(0.05)
-    calls = []
-
-    def poisoned(rng, b):  # labels overflow from the 16th batch on
-        calls.append(1)
-        p = sampler(rng, b)
-        return p._replace(ys=np.full_like(p.ys, np.inf)) if len(calls) > 15 else p
-
+    # Adam moves every weight by about lr per step: after one step of lr 1e200 the predictions
+    # are ~1e200 and their squared errors overflow float64
     bad_model = LinearReadout(3, generator=torch.Generator().manual_seed(1))
-    bad = Member("bad", bad_model, poisoned, 2, 0.05)
+    bad = Member("bad", bad_model, sampler, 2, 1e200)
     val = sampler(np.random.default_rng(5), 500)
     both = BatchedTrainer([ok, bad], batch_size=8)
     logged = []
     recs = train_to_convergence(
         both, {"linear": val, "bad": val}, first_check=10, max_steps=40, log=logged.append
     )
-    assert recs["bad"].diverged_at == 16 and recs["bad"].finished and not recs["bad"].converged
-    assert recs["bad"].eval_steps == [10] and both.steps[1] == 15
-    assert any("bad diverged at step 16" in line for line in logged)
-    # it keeps the weights of its last finite step
+    assert recs["bad"].diverged_at == 2 and recs["bad"].finished and not recs["bad"].converged
+    assert recs["bad"].eval_steps == [] and both.steps[1] == 1
+    assert any("bad diverged at step 2" in line for line in logged)
+    # it keeps the weights of its last (finite) step
     assert all(torch.isfinite(w).all() for w in both.model(1).parameters())
     alone = BatchedTrainer(linear_members(0.05)[0], batch_size=8)
     rec_alone = train_to_convergence(alone, {"linear": val}, first_check=10, max_steps=40)
     assert recs["linear"] == rec_alone["linear"]
     for a, b in zip(both.model(0).parameters(), alone.model(0).parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+    alone_bad = BatchedTrainer([Member("bad", LinearReadout(3), sampler, 2, 1e200)], batch_size=8)
+    alone_bad.step()
     with pytest.raises(TrainingDiverged, match="bad"):
-        BatchedTrainer([bad], batch_size=8).step()  # the default still raises
+        alone_bad.step()  # the default still raises
 
 
 def test_a_run_that_has_converged_stops_at_its_checkpoint():
@@ -206,6 +204,27 @@ def test_bad_arguments_name_themselves():
         BatchedTrainer([Member("a", block(0), quadratic(5), 0, -1.0)], batch_size=4)
     with pytest.raises(ValueError, match="no validation set for members"):
         train_to_convergence(BatchedTrainer(m, batch_size=4), {}, first_check=2, max_steps=4)
+    with pytest.raises(ValueError, match="on_nonfinite must be"):
+        BatchedTrainer(m, batch_size=4).step(on_nonfinite="ignore")
+
+
+def test_prompts_and_flags_that_training_would_misread_are_refused():
+    """Found by the probe classes of issue 35 on the training entry points."""
+    pr = quadratic(5)(np.random.default_rng(0), 4)
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
+        prompts_to_torch(pr, dtype=torch.int64)  # would truncate every input and label
+    nan_labels = pr._replace(ys=np.where(np.arange(5) == 2, np.nan, pr.ys))
+    with pytest.raises(ValueError, match="prompts.ys must be finite"):
+        prompts_to_torch(nan_labels)
+    # a sampler's NaN is its fault, not the learning rate's
+    with pytest.raises(ValueError, match="prompts.ys must be finite"):
+        train_in_context(
+            block(0), lambda rng, b: nan_labels, steps=2, lr=0.01, seed=0, batch_size=4
+        )
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        train_in_context(
+            block(0), quadratic(5), steps=2, lr=0.01, seed=0, batch_size=4, progress="False"
+        )
 
 
 def test_fast_block_forward_equals_running_the_block_on_every_token():
