@@ -13,6 +13,7 @@ import numpy as np
 
 from ._blas import one_blas_thread
 from ._validate import (
+    ArgumentTypeError,
     _raw_array,
     as_array,
     callable_output,
@@ -20,6 +21,7 @@ from ._validate import (
     covariance,
     finite_float,
     flag,
+    integer,
     kernel_inputs,
     nonnegative_float,
     positive_float,
@@ -253,16 +255,32 @@ def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
     >>> float(k(np.ones((1, 2)), np.ones((1, 2)))[0, 0])
     9.0
     """
-    degree = positive_int("degree", degree)
+    degree = integer("degree", degree, minimum=1, maximum=MAX_KERNEL_DEGREE)
     offset = nonnegative_float("offset", offset)
     scale = positive_float("scale", scale)
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
-        return (offset + scale * (x @ np.swapaxes(xp, -1, -2))) ** degree
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (offset + scale * (x @ np.swapaxes(xp, -1, -2))) ** degree
+        return _finite_kernel(out, degree)
 
     kernel.__doc__ = f"k(x, x') = ({offset:g} + {scale:g} x·x')^{degree}"
     return kernel
+
+
+#: Highest degree of :func:`polynomial_kernel` and :func:`glu_kernel` (the book uses 1-3; beyond a few
+#: dozen, ``(x·x')^degree`` overflows float64 for any ``|x·x'| > 1.01`` anyway).
+MAX_KERNEL_DEGREE = 64
+
+
+def _finite_kernel(out: np.ndarray, degree: int) -> np.ndarray:
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"the kernel of degree {degree} overflows float64 on these inputs: lower degree "
+            "or rescale the inputs"
+        )
+    return out
 
 
 def glu_kernel(degree: int = 2):
@@ -270,12 +288,14 @@ def glu_kernel(degree: int = 2):
 
     Returns a batched callable ``k(X (..., n, d), X' (..., m, d)) -> (..., n, m)``.
     """
-    degree = positive_int("degree", degree)
+    degree = integer("degree", degree, minimum=1, maximum=MAX_KERNEL_DEGREE)
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
         g = x @ np.swapaxes(xp, -1, -2)
-        return sum(g**m for m in range(1, degree + 1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = sum(g**m for m in range(1, degree + 1))
+        return _finite_kernel(out, degree)
 
     kernel.__doc__ = f"k(x, x') = sum_(m=1..{degree}) (x·x')^m"
     return kernel
@@ -654,9 +674,18 @@ def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.nd
     features, ridge
         As in :func:`fit_one_step_preconditioner`.
     """
+    if not isinstance(batches, (list, tuple)) or not batches:
+        raise ArgumentTypeError(
+            "batches must be a non-empty list of prompt batches (xs, ys, x_query, y_query), got "
+            f"{type(batches).__name__}"
+        )
+    for b in batches:
+        if not isinstance(b, tuple) or len(b) < 4:
+            raise ArgumentTypeError(
+                "batches must hold prompt batches (xs, ys, x_query, y_query) such as tasks.Prompts, "
+                f"got {type(b).__name__}"
+            )
     batches = list(batches)
-    if not batches:
-        raise ValueError("batches must hold at least one prompt batch")
     ridge = nonnegative_float("ridge", ridge)
     designs, targets = [], []
     for xs, ys, x_query, y_query in (tuple(b)[:4] for b in batches):

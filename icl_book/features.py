@@ -31,6 +31,7 @@ import numpy as np
 
 from ._validate import (
     MAX_ENTRIES,
+    ArgumentTypeError,
     as_array,
     callable_output,
     integer,
@@ -102,7 +103,7 @@ def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
 
 def feature_degree(index_tuple) -> int:
     """Degree of the feature named by ``index_tuple`` (its length)."""
-    return len(tuple(index_tuple))
+    return len(_index_tuple("index_tuple", index_tuple))
 
 
 def recurrence_coefficient(kind: str, k: int) -> float:
@@ -188,16 +189,28 @@ def _feature_values(x: np.ndarray, index_tuple: tuple[int, ...], kind: str) -> n
     return out
 
 
+def _index_tuple(name: str, t, dim: int | None = None) -> tuple[int, ...]:
+    """One feature's index tuple: a non-empty sorted tuple (or list) of coordinates in ``[0, dim)``."""
+    if not isinstance(t, (tuple, list)):
+        raise ArgumentTypeError(
+            f"{name} must be a tuple of coordinate indices such as (0, 1), got {t!r} "
+            f"({type(t).__name__})"
+        )
+    top = None if dim is None else dim - 1
+    t = tuple(integer(f"{name}: index tuples' coordinates", i, minimum=0, maximum=top) for i in t)
+    if len(t) < 1 or list(t) != sorted(t):
+        bound = "" if dim is None else f" in [0, {dim})"
+        raise ValueError(f"{name} must be a non-empty sorted tuple of coordinates{bound}, got {t}")
+    return t
+
+
 def _check_index_tuples(index_tuples, dim: int) -> tuple[tuple[int, ...], ...]:
-    out = []
-    for t in index_tuples:
-        t = tuple(integer("index tuples' coordinates", i, minimum=0, maximum=dim - 1) for i in t)
-        if len(t) < 1 or any(i < 0 or i >= dim for i in t) or list(t) != sorted(t):
-            raise ValueError(
-                f"index tuples must be non-empty sorted tuples of coordinates in [0, {dim}), got {t}"
-            )
-        out.append(t)
-    return tuple(out)
+    if not isinstance(index_tuples, (tuple, list)):
+        raise ArgumentTypeError(
+            f"index_tuples must be a tuple of index tuples such as ((0,), (0, 1)), got "
+            f"{index_tuples!r} ({type(index_tuples).__name__})"
+        )
+    return tuple(_index_tuple("index_tuples", t, dim) for t in index_tuples)
 
 
 @dataclass(frozen=True)
@@ -286,7 +299,12 @@ def feature_kernel(feature_blocks: Sequence):
     can be passed to :func:`icl_book.estimators.kernel_ridge_predict` and
     :func:`icl_book.estimators.one_step_kernel_gd_predict`. A single callable is accepted as a one-block list.
     """
-    blocks = [feature_blocks] if callable(feature_blocks) else list(feature_blocks)
+    if callable(feature_blocks):
+        blocks = [feature_blocks]
+    elif isinstance(feature_blocks, (list, tuple)):
+        blocks = list(feature_blocks)
+    else:
+        blocks = []
     if not blocks or not all(callable(b) for b in blocks):
         raise TypeError(
             "feature_blocks must be a non-empty sequence of callables x (..., d) -> (..., m)"

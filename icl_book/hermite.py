@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -114,10 +113,10 @@ def _degree(name: str, value, *, normalized: bool = True) -> int:
         ) from None
 
 
-def _check_callable(f) -> None:
+def _check_callable(f, name: str = "f") -> None:
     if not callable(f):
         raise TypeError(
-            f"f must be a vectorised callable R -> R (e.g. np.tanh), got {type(f).__name__}"
+            f"{name} must be a vectorised callable R -> R (e.g. np.tanh), got {type(f).__name__}"
         )
 
 
@@ -133,16 +132,10 @@ def _kinks_of(f, kinks) -> tuple[float, ...]:
 
 def _as_points(name: str, values) -> list[float]:
     """A real number or a sequence of them, as a list of finite floats."""
-    if isinstance(values, numbers.Real):
-        values = [values]
-    try:
-        points = [float(c) for c in values]
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of real numbers, got {values!r}") from None
-    for c in points:
-        if not math.isfinite(c):
-            raise ValueError(f"{name} must be finite real numbers, got {c!r}")
-    return points
+    arr = as_array(name, values)  # refuses str, bool, None, complex, NaN and inf by name
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a real number or a 1-d sequence of them, got {arr.shape}")
+    return [float(c) for c in arr.ravel()]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,31 +292,31 @@ def _rule(max_degree: int, kinks: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return z, wt, sqrt_wt
 
 
-def _evaluate(f, z: np.ndarray) -> np.ndarray:
+def _evaluate(f, z: np.ndarray, name: str = "f") -> np.ndarray:
     """``f(z)`` as a float64 array of ``z``'s shape, with clear errors for a bad ``f``."""
     try:
         with np.errstate(all="ignore"):  # nan/inf are reported below, with a clearer message
             values = f(z.copy())
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            "f must be a vectorised callable R -> R that accepts a NumPy array "
+            f"{name} must be a vectorised callable R -> R that accepts a NumPy array "
             f"(calling it on an array raised {type(exc).__name__}: {exc})"
         ) from None
     values = np.asarray(values)
     if np.iscomplexobj(values):
-        raise ValueError("f must be real-valued, got complex values")
+        raise ValueError(f"{name} must be real-valued, got complex values")
     try:
         values = np.broadcast_to(values.astype(np.float64), z.shape)
     except (TypeError, ValueError):
         raise ValueError(
-            f"f must be vectorised: it returned shape {values.shape} "
+            f"{name} must be vectorised: it returned shape {values.shape} "
             f"for an input of shape {z.shape}"
         ) from None
     bad = ~np.isfinite(values)
     if bad.any():
         where = z[bad]
         raise ValueError(
-            f"f returned non-finite values (nan or inf) at {bad.sum()} of the {z.size} "
+            f"{name} returned non-finite values (nan or inf) at {bad.sum()} of the {z.size} "
             "quadrature nodes, "
             f"e.g. f({where[0]:.4g}) = {values[bad][0]}; f(Z) needs a finite second moment "
             f"(nodes lie in [{z.min():.3g}, {z.max():.3g}])"
@@ -427,14 +420,14 @@ def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     a ``g`` whose ``g φ`` has not decayed there (``E|g| = ∞``, or a tail beyond the rule) is refused.
     Raises like :func:`hermite_coefficients`.
     """
-    _check_callable(g)
+    _check_callable(g, "g")
     points = _kinks_of(g, kinks)
     z, w, _ = _rule(40, points)
-    gz = _evaluate(g, z)
+    gz = _evaluate(g, z, "g")
     extra = _undeclared_kinks(g, z)
     if extra:
         z, w, _ = _rule(40, tuple(sorted(set(points) | set(extra))))
-        gz = _evaluate(g, z)
+        gz = _evaluate(g, z, "g")
     with np.errstate(over="ignore", invalid="ignore"):
         density = w * gz
     _check_decay("g(z) φ(z)", density if np.all(np.isfinite(density)) else None, z)
@@ -594,8 +587,10 @@ class Link:
     label: str = ""
 
     def __post_init__(self):
-        _check_callable(self.func)
-        object.__setattr__(self, "kinks", tuple(float(c) for c in self.kinks))
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        _check_callable(self.func, "func")
+        object.__setattr__(self, "kinks", tuple(_as_points("kinks", self.kinks)))
 
     def __call__(self, z):
         return self.func(z)

@@ -20,6 +20,7 @@ import base64
 from io import BytesIO
 
 import matplotlib as mpl
+import matplotlib.figure
 import matplotlib.text
 from cycler import cycler
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import _validate as v
 from .attention.deep import DeepTransformer
 from .tasks import Prompts, sample_polynomial_prompts
 from .train import train_in_context
@@ -92,6 +93,45 @@ class DepthConfig:
     eval_seed: int = 12345
     eval_every: int = 60
 
+    def __post_init__(self):
+        """Refuse, by field name, a setting no run could use (a string count, a NaN rate, ...)."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        dim = v.positive_int("dim", self.dim)
+        width = v.positive_int("width", self.width)
+        if width < dim + 2:
+            raise ValueError(
+                f"width must be >= dim + 2 = {dim + 2} (x, the constant and y), got width={width} "
+                f"with dim={dim}"
+            )
+        v.positive_int("hidden_dim", self.hidden_dim)
+        for key in ("tasks", "depths", "seeds"):
+            value = getattr(self, key)
+            if not isinstance(value, tuple) or not value:
+                raise v.ArgumentTypeError(f"{key} must be a non-empty tuple, got {value!r}")
+        for task in self.tasks:
+            v.choice("tasks", task, TASK_DEGREES)
+        for depth in self.depths:
+            v.positive_int("depths", depth)
+        for seed in self.seeds:
+            v.nonnegative_int("seeds", seed)
+        v.positive_int("context_len", self.context_len)
+        v.nonnegative_float("noise_var", self.noise_var)
+        v.choice("basis", self.basis, ("hermite", "legendre", "monomial"))
+        v.positive_int("steps", self.steps)
+        v.positive_int("batch_size", self.batch_size)
+        v.positive_float("lr", self.lr)
+        v.positive_int("lr_depth_ref", self.lr_depth_ref)
+        v.nonnegative_int("warmup", self.warmup)
+        v.positive_float("clip_grad", self.clip_grad)
+        v.flag("label_norm", self.label_norm)
+        if self.output_bound is not None:
+            v.positive_float("output_bound", self.output_bound)
+        v.positive_int("eval_size", self.eval_size)
+        v.nonnegative_int("eval_seed", self.eval_seed)
+        v.positive_int("eval_every", self.eval_every)
+        v.size_limit("width", width * width * max(self.depths), what="weights")
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
@@ -144,8 +184,22 @@ class PretrainedDepth:
         return sorted(out, key=lambda m: m.seed)
 
 
+#: Deepest stack :func:`build_model` makes (the shipped studies go to 8; each block is a few kB).
+MAX_DEPTH = 1024
+
+
+def _config(config) -> DepthConfig:
+    if not isinstance(config, DepthConfig):
+        raise v.ArgumentTypeError(
+            f"config must be a DepthConfig (e.g. EXPERIMENTS['d3']), got {type(config).__name__}"
+        )
+    return config
+
+
 def make_sampler(degree: int, config: DepthConfig):
     """``sample_prompts(rng, batch_size)`` for :func:`~icl_book.train.train_in_context` on the study's task."""
+    _config(config)
+    degree = v.positive_int("degree", degree)
 
     def sample_prompts(rng, batch_size, context_len: int | None = None) -> Prompts:
         return sample_polynomial_prompts(
@@ -163,6 +217,9 @@ def make_sampler(degree: int, config: DepthConfig):
 
 def build_model(config: DepthConfig, depth: int, seed: int) -> DeepTransformer:
     """The untrained stack of run ``seed`` at ``depth`` (its initial weights are the seed's)."""
+    _config(config)
+    depth = v.integer("depth", depth, minimum=1, maximum=MAX_DEPTH)
+    seed = v.nonnegative_int("seed", seed)
     gen = torch.Generator().manual_seed(1000 * depth + seed)
     return DeepTransformer(
         config.dim,
@@ -181,6 +238,10 @@ def _key(task: str, depth: int, seed: int) -> str:
 
 def train_one(config: DepthConfig, task: str, depth: int, seed: int) -> TrainedDepthModel:
     """Train one run (call with ``torch.set_num_threads(1)`` for the shipped, bitwise-reproducible result)."""
+    _config(config)
+    task = v.choice("task", task, TASK_DEGREES)
+    depth = v.integer("depth", depth, minimum=1, maximum=MAX_DEPTH)
+    seed = v.nonnegative_int("seed", seed)
     sampler = make_sampler(TASK_DEGREES[task], config)
     eval_prompts = sampler(np.random.default_rng(config.eval_seed), config.eval_size)
     model = build_model(config, depth, seed)
@@ -215,6 +276,10 @@ def train_one(config: DepthConfig, task: str, depth: int, seed: int) -> TrainedD
 
 def model_arrays(run: TrainedDepthModel) -> dict[str, np.ndarray]:
     """The arrays one run contributes to its file (weights under ``…/param/``, curves, CPU time)."""
+    if not isinstance(run, TrainedDepthModel):
+        raise v.ArgumentTypeError(
+            f"run must be a TrainedDepthModel (from train_one), got {type(run).__name__}"
+        )
     key = _key(run.task, run.depth, run.seed)
     out = {
         f"{key}/param/{name}": value.detach().cpu().numpy()
@@ -243,6 +308,8 @@ def load_pretrained(name: str = "d3", *, path: str | Path | None = None) -> Pret
         The study's :class:`DepthConfig` and one :class:`TrainedDepthModel` per (task, depth, seed), with
         the trained weights (float64, CPU, eval mode) and the training curves.
     """
+    if path is not None and not isinstance(path, (str, Path)):
+        raise v.ArgumentTypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = data_path(name) if path is None else Path(path)
     if not path.exists():
         raise ValueError(

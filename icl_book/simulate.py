@@ -34,6 +34,7 @@ from ._compat import NOISE_VAR, renamed
 from ._validate import (
     as_array,
     callable_output,
+    consistent_length,
     flag,
     generator,
     nonnegative_float,
@@ -390,7 +391,10 @@ def solve_reduced_ridge(
     x_query = as_array("x_query", x_query, 2)
     h = as_array("h", h, 2)
     y_query = as_array("y_query", y_query, 1)
-    n, d = x_query.shape
+    n = consistent_length(x_query=x_query, h=h, y_query=y_query)
+    d = x_query.shape[1]
+    if n < 1 or d < 1:
+        raise ValueError(f"x_query must have shape (n, d) with n, d >= 1, got {x_query.shape}")
     if h.shape != (n, d + 1):
         raise ValueError(f"h must have shape (n, d+1) = {(n, d + 1)}, got {h.shape}")
     if y_query.shape != (n,):

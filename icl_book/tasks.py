@@ -146,6 +146,7 @@ def sample_task_pool(n_tasks: int, dim: int, *, rng: np.random.Generator) -> np.
     rng = generator(rng)
     n_tasks = positive_int("n_tasks", n_tasks)
     dim = positive_int("dim", dim)
+    size_limit("n_tasks * dim", n_tasks * dim)
     w = rng.standard_normal((n_tasks, dim))
     return w * (np.sqrt(dim) / np.linalg.norm(w, axis=1, keepdims=True))
 
@@ -212,6 +213,7 @@ def sample_quadratic_tasks(n_tasks: int, dim: int, *, rng: np.random.Generator) 
     rng = generator(rng)
     n_tasks = positive_int("n_tasks", n_tasks)
     dim = positive_int("dim", dim)
+    size_limit("n_tasks * dim * dim", n_tasks * dim * dim)
     g = rng.standard_normal((n_tasks, dim, dim))
     return (g + np.swapaxes(g, 1, 2)) / (2 * np.sqrt(dim * (dim + 2)))
 
@@ -341,6 +343,9 @@ def sample_polynomial_prompts(
     batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
     degree = positive_int("degree", degree)
     n_feat = n_features(dim, degree)
+    size_limit(
+        "batch * (context_len + 1) * n_features(dim, degree)", batch * (context_len + 1) * n_feat
+    )
     if task_pool is None:
         tasks = rng.standard_normal((batch, n_feat)) / np.sqrt(n_feat)
     else:

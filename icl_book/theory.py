@@ -26,6 +26,7 @@ from ._validate import (
     ArgumentTypeError,
     _raw_array,
     as_array,
+    callable_output,
     covariance,
     nonnegative_float,
     real,
@@ -642,9 +643,19 @@ def _token_moments(
 
     kinks = [c / sigma for c in (getattr(link, "kinks", None) or ())]
 
+    def f(z):  # the link's output checked by name before it enters a moment
+        out = callable_output("link output", link(z))
+        try:
+            return np.broadcast_to(out, np.shape(z))
+        except ValueError:
+            raise ValueError(
+                f"link must be vectorised: it returned shape {out.shape} for an input of shape "
+                f"{np.shape(z)}"
+            ) from None
+
     def moment(power: int, g_power: int) -> float:
         return hermite.gaussian_expectation(
-            lambda g: link(sigma * g) ** power * g**g_power, kinks=kinks
+            lambda g: f(sigma * g) ** power * g**g_power, kinks=kinks
         )
 
     f1g, f2, f2g2, f3g, f4 = moment(1, 1), moment(2, 0), moment(2, 2), moment(3, 1), moment(4, 0)
