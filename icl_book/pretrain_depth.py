@@ -130,7 +130,13 @@ class DepthConfig:
         v.positive_int("eval_size", self.eval_size)
         v.nonnegative_int("eval_seed", self.eval_seed)
         v.positive_int("eval_every", self.eval_every)
-        v.size_limit("width", width * width * max(self.depths), what="weights")
+        # sizes checked before anything is built: the weights of the deepest stack, a training batch
+        # and the validation set (float64 entries)
+        block = 2 * width * width + 3 * width * self.hidden_dim
+        v.size_limit("depths, width and hidden_dim", block * max(self.depths), what="weights")
+        tokens = (self.context_len + 1) * width
+        v.size_limit("batch_size * (context_len + 1) * width", self.batch_size * tokens)
+        v.size_limit("eval_size * (context_len + 1) * width", self.eval_size * tokens)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -220,6 +226,8 @@ def build_model(config: DepthConfig, depth: int, seed: int) -> DeepTransformer:
     _config(config)
     depth = v.integer("depth", depth, minimum=1, maximum=MAX_DEPTH)
     seed = v.nonnegative_int("seed", seed)
+    block = 2 * config.width**2 + 3 * config.width * config.hidden_dim
+    v.size_limit("depth", depth * block, what="weights")
     gen = torch.Generator().manual_seed(1000 * depth + seed)
     return DeepTransformer(
         config.dim,
