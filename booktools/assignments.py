@@ -39,7 +39,7 @@ import json
 import os
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -943,20 +943,53 @@ def chapter_release(key: str, chapters_dir: str | os.PathLike = CHAPTERS_DIR):
     return student_notebook(load_notebook(edition_of(path)), path.stem)
 
 
-def _claimed_chapter(student: str, data: bytes) -> str | None:
-    """The chapter a submission says it is (only used to pick which trusted release grades it)."""
-    try:
-        chapter = json.loads(data.decode("utf-8")).get("metadata", {}).get("icl_book", {})
-        chapter = chapter.get("chapter")
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        chapter = None
-    for key in (chapter, student):
-        if isinstance(key, str) and _STEM_RE.match(key) and chapter_info(key):
-            return key
-    for ch in CHAPTERS:
-        if ch.stem in student or ch.slug in student:
-            return ch.stem
-    return None
+NBGRADER_STEPS = ("submitted", "autograded", "feedback")
+
+
+def student_name(path: str | os.PathLike) -> str:
+    """The student a submission belongs to, from its path: ``<student>`` for nbgrader's
+    ``submitted/<student>/<assignment>/<notebook>.ipynb`` layout, otherwise the file's stem."""
+    parts = Path(path).parts
+    if len(parts) >= 4 and parts[-4] in NBGRADER_STEPS:
+        return parts[-3]
+    return Path(path).stem
+
+
+def chapter_of_path(path: str | os.PathLike) -> str | None:
+    """The chapter a submission's *path* names (nbgrader's assignment folder, else the file name), or
+    ``None``; a submission's own metadata is never consulted (it could pick an easier chapter)."""
+    path = Path(path)
+    names = [path.stem]
+    if len(path.parts) >= 4 and path.parts[-4] in NBGRADER_STEPS:
+        names.insert(0, path.parts[-2])
+    for name in names:
+        if _STEM_RE.match(name) and chapter_info(name):
+            return chapter_info(name).stem
+    found = {ch.stem for name in names for ch in CHAPTERS if ch.stem in name}
+    return found.pop() if len(found) == 1 else None
+
+
+def batch_chapter(paths) -> str:
+    """The one chapter a batch of submissions is for, inferred from their paths (see
+    :func:`chapter_of_path`); ``ValueError`` when the paths name none or several (pass ``--release``)."""
+    named = {chapter_of_path(p) for p in paths} - {None}
+    if len(named) != 1:
+        what = "no chapter" if not named else f"several chapters ({', '.join(sorted(named))})"
+        raise ValueError(
+            f"the submissions' paths name {what}: grade one chapter at a time and pass --release "
+            "(a submission's own metadata never chooses what it is graded against)"
+        )
+    return named.pop()
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_safe(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or a tab or carriage
+    return) would be read as a formula (``=HYPERLINK(...)`` in a forged message), so it gets a ``'``."""
+    cell = str(cell)
+    return "'" + cell if cell.startswith(_FORMULA_START) else cell
 
 
 def grade(
@@ -970,14 +1003,23 @@ def grade(
     pythonpath=(),
     log=None,
     jobs: int = 1,
+    no_sandbox: bool = False,
 ):
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
 
     ``release``: the trusted release to grade against (a path or notebook; e.g. nbgrader's release or a
-    student edition of :func:`build`); by default each submission is graded against the student
-    edition of the chapter it claims to be, built from the repository. All files are read before the
-    first submission runs. The student is the file stem (the parent folder's name for nbgrader's
-    ``submitted/<student>/<assignment>/`` layout is not guessed: name files per student).
+    student edition of :func:`build`). Without it, the chapter is inferred from the batch's *paths*
+    (:func:`batch_chapter`: all must name the same chapter) and its student edition built from the
+    repository; a submission's own metadata never decides. The student is named from the path
+    (:func:`student_name`: nbgrader's ``submitted/<student>/<assignment>/`` layout, else the file
+    stem). All files are read before the first submission runs.
+
+    The report is written as grading goes (each student's rows appended when graded, so a killed run
+    keeps what it graded) and rewritten in the order of ``notebooks`` at the end. A submission the
+    grader cannot read is a row saying why; a kernel that cannot start raises
+    :class:`booktools.grader.InfrastructureError` (after writing what was graded), and a sandbox that
+    cannot be built raises :class:`booktools.grader_sandbox.SandboxUnavailable` before anything runs,
+    unless ``no_sandbox`` (then a warning goes to ``log``, or stderr).
 
     ``jobs`` submissions are graded side by side, each in its own sandboxed kernel; with
     ``jobs > 1`` and no ``limits.threads``, each kernel gets ``cpu_count // jobs`` BLAS threads
@@ -985,61 +1027,92 @@ def grade(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
+    import threading
+
     from booktools import grader, grader_sandbox
 
-    fixed = None
+    if not grader_sandbox.namespaces_available():
+        if not no_sandbox:
+            raise grader_sandbox.SandboxUnavailable(grader_sandbox.SANDBOX_MISSING)
+        print(grader_sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
+    notebooks = [Path(p) for p in notebooks]
     if release is not None:
         fixed = release if hasattr(release, "cells") else load_notebook(release)
+    else:
+        fixed = chapter_release(batch_chapter(notebooks))
     submissions = []
     for path in notebooks:
-        path = Path(path)
         try:
             data = path.read_bytes()
         except OSError as exc:
             data = f"unreadable: {exc}".encode()
-        submissions.append((path.stem, data))
-    cache: dict[str, object] = {}
-    folders = sorted({str(Path(p).resolve().parent) for p in notebooks})
-
-    def release_for(student, data):
-        if fixed is not None:
-            return fixed
-        key = _claimed_chapter(student, data)
-        if key is None:
-            return None
-        if key not in cache:
-            cache[key] = chapter_release(key)
-        return cache[key]
+        submissions.append((student_name(path), data))
+    folders = sorted({str(p.resolve().parent) for p in notebooks})
+    folders += sorted({str(p.resolve().parents[2]) for p in notebooks if len(p.parts) >= 4
+                       and p.parts[-4] in NBGRADER_STEPS})  # fmt: skip
 
     grader._preload_references()
     limits = limits or grader_sandbox.Limits()
     if jobs > 1 and limits.threads is None:
         limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
-    releases = [release_for(student, data) for student, data in submissions]
+
+    lock = threading.Lock()
+    partial = None
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.open("w", newline="", encoding="utf-8")
+        _write_rows(csv.writer(partial), [])
+        partial.flush()
 
     def one(k: int) -> list:
-        (student, data), rel = submissions[k], releases[k]
-        if rel is None:
-            rows = [grader.ExerciseResult(student, "*", 0, 0, "no chapter: pass --release")]
-        else:
+        student, data = submissions[k]
+        try:
             rows = grader.grade_submission(
                 data,
                 student,
-                rel,
+                fixed,
                 timeout=timeout,
                 notebook_timeout=notebook_timeout,
                 limits=limits,
                 pythonpath=pythonpath,
                 hide_dirs=folders,
+                no_sandbox=no_sandbox,
             )
-        if log is not None:
-            got = sum(r.score for r in rows if not isinstance(r.score, str))
-            top = sum(r.max_score for r in rows if not isinstance(r.score, str))
-            print(f"{student}: {got:g}/{top:g}", file=log, flush=True)
+        except (grader.InfrastructureError, grader_sandbox.SandboxUnavailable):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one submission's grader error is its row, not the batch's end
+            rows = [
+                grader.ExerciseResult(
+                    student, "*", 0, 0, f"grader error: {type(exc).__name__}: {exc}"[:300]
+                )
+            ]
+        with lock:
+            if partial is not None:
+                _write_rows(csv.writer(partial), rows, header=False)
+                partial.flush()
+                os.fsync(partial.fileno())
+            if log is not None:
+                got = sum(r.score for r in rows if not isinstance(r.score, str))
+                top = sum(r.max_score for r in rows if not isinstance(r.score, str))
+                print(f"{student}: {got:g}/{top:g}", file=log, flush=True)
         return rows
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:  # the kernels do the work
-        results = [row for rows in pool.map(one, range(len(submissions))) for row in rows]
+    done: dict[int, list] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # the kernels do the work
+            futures = {pool.submit(one, k): k for k in range(len(submissions))}
+            try:
+                for fut in as_completed(futures):
+                    done[futures[fut]] = fut.result()
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    finally:
+        if partial is not None:
+            partial.close()
+    results = [row for k in sorted(done) for row in done[k]]
     if out is not None:
         write_report(results, out)
     return results
@@ -1047,19 +1120,24 @@ def grade(
 
 def write_report(results, out: str | os.PathLike) -> Path:
     """Write ``results`` as CSV: ``student, exercise, score, max_score, message`` (score ``manual``
-    for written exercises)."""
+    for written exercises); written beside ``out`` and renamed into place."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as fh:
+    tmp = out.with_name(f".{out.name}.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
         _write_rows(csv.writer(fh), results)
+    os.replace(tmp, out)
     return out
 
 
-def _write_rows(writer, results) -> None:
-    writer.writerow(["student", "exercise", "score", "max_score", "message"])
+def _write_rows(writer, results, header: bool = True) -> None:
+    if header:
+        writer.writerow(["student", "exercise", "score", "max_score", "message"])
     for r in results:
         score = r.score if isinstance(r.score, str) else f"{r.score:g}"
-        writer.writerow([r.student, r.exercise, score, f"{r.max_score:g}", r.message])
+        writer.writerow(
+            [_csv_safe(c) for c in (r.student, r.exercise, score, f"{r.max_score:g}", r.message)]
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1154,8 +1232,14 @@ def main(argv: list[str] | None = None) -> int:
         "--release",
         type=Path,
         default=None,
-        help="the release to grade against "
-        "(default: the chapter each submission claims, built from the repository)",
+        help="the release to grade against (default: the one chapter the submissions' paths "
+        "name, built from the repository; never a submission's own metadata)",
+    )
+    g.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="grade even where the sandbox cannot be built (no user namespaces): kernels then run "
+        "with your user id and see your files; without it the grader refuses",
     )
     g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")
     g.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
@@ -1191,18 +1275,33 @@ def main(argv: list[str] | None = None) -> int:
         if jobs < 1:
             print(f"error: --jobs must be >= 1, got {jobs}", file=sys.stderr)
             return 2
-        from booktools.grader_sandbox import Limits
+        from booktools.grader import InfrastructureError
+        from booktools.grader_sandbox import NO_SANDBOX_WARNING, Limits, SandboxUnavailable
 
-        results = grade(
-            args.notebooks,
-            args.out,
-            release=args.release,
-            timeout=args.timeout,
-            notebook_timeout=args.notebook_timeout,
-            limits=Limits(memory_mb=args.memory_mb, cpu_s=2 * args.notebook_timeout),
-            log=sys.stderr,
-            jobs=min(jobs, len(args.notebooks)),
-        )
+        try:
+            results = grade(
+                args.notebooks,
+                args.out,
+                release=args.release,
+                timeout=args.timeout,
+                notebook_timeout=args.notebook_timeout,
+                limits=Limits(memory_mb=args.memory_mb, cpu_s=2 * args.notebook_timeout),
+                log=sys.stderr,
+                jobs=min(jobs, len(args.notebooks)),
+                no_sandbox=args.no_sandbox,
+            )
+        except SandboxUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except InfrastructureError as exc:
+            kept = f"; {args.out} holds the students graded before it" if args.out else ""
+            print(f"error: grading stopped, not the students' fault: {exc}{kept}", file=sys.stderr)
+            return 3
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.no_sandbox:
+            print(NO_SANDBOX_WARNING, file=sys.stderr)
         if args.out is None:
             _write_rows(csv.writer(sys.stdout), results)
         else:

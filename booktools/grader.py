@@ -56,6 +56,7 @@ import numpy as np
 from booktools import grader_sandbox
 
 __all__ = [
+    "InfrastructureError",
     "ExerciseResult",
     "GradeItem",
     "release_plan",
@@ -65,8 +66,16 @@ __all__ = [
     "decode",
 ]
 
-MAX_REPLY_BYTES = 64 * 1024 * 1024  # a reply larger than this is a failed answer
+# A reply larger than this is a failed answer, rejected by its size before it is read or parsed (a
+# forged 60 MB reply once took the grader from 328 MB to 1.87 GB); the largest honest answer of the
+# book's checks is far below a megabyte.
+MAX_REPLY_BYTES = 8 * 1024 * 1024
 _OK_DTYPES = {"b", "i", "u", "f", "c"}  # bool, ints, floats, complex
+
+
+class InfrastructureError(RuntimeError):
+    """The grader could not grade (a kernel that cannot start, a sandbox that cannot be built):
+    never a student's zero; the run stops and fails (non-zero exit)."""
 
 
 @dataclass
@@ -507,13 +516,13 @@ class _Session:
                     raise RemoteError("the answer is not a file")
                 if info.st_size > MAX_REPLY_BYTES:
                     raise RemoteError("the answer is too large")
-                data = json.loads(fh.read().decode("utf-8"))
+                data = json.loads(fh.read(MAX_REPLY_BYTES + 1).decode("utf-8"))
         except FileNotFoundError:
             if not self.box.alive():
                 raise _KernelDied() from None
             raise RemoteError("the submission did not answer") from None
-        except (OSError, ValueError) as exc:
-            raise RemoteError(f"unreadable answer: {exc}") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise RemoteError(f"unreadable answer: {str(exc)[:200]}") from None
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(reply_name, dir_fd=self.dir_fd)
@@ -552,6 +561,10 @@ class _Session:
 # --------------------------------------------------------------------------------------------------
 # Grading one submission
 # --------------------------------------------------------------------------------------------------
+class MalformedNotebook(ValueError):
+    """A submission that is JSON but not a notebook the grader can read (its rows say why)."""
+
+
 def _submission_cells(sub, items, release_cells):
     """The cells to run, in the submission's order, each as (kind, source, item):
 
@@ -563,17 +576,31 @@ def _submission_cells(sub, items, release_cells):
 
     by_gid = {it.grade_id: it for it in items if it.kind == "coding"}
     plan, placed = [], set()
-    for cell in sub.get("cells", []):
+    for number, cell in enumerate(sub.get("cells", []), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
+        if isinstance(source, list):
+            bad = [type(x).__name__ for x in source if not isinstance(x, str)]
+            if bad:
+                raise MalformedNotebook(
+                    f"code cell {number}: its source holds a {bad[0]}, not text"
+                )
+            source = "".join(source)
+        elif not isinstance(source, str):
+            raise MalformedNotebook(
+                f"code cell {number}: its source is a {type(source).__name__}, not text"
+            )
         meta = cell.get("metadata", {}) if isinstance(cell.get("metadata"), dict) else {}
         gid = (
             (meta.get("nbgrader") or {}).get("grade_id")
             if isinstance(meta.get("nbgrader"), dict)
             else None
         )
+        if gid is not None and not isinstance(gid, str):
+            raise MalformedNotebook(
+                f"code cell {number}: its nbgrader grade_id is a {type(gid).__name__}, not text"
+            )
         if gid in by_gid and gid not in placed:
             placed.add(gid)
             plan.append(("check", None, by_gid[gid]))
@@ -643,8 +670,13 @@ def grade_submission(
     limits: grader_sandbox.Limits | None = None,
     pythonpath=(),
     hide_dirs=(),
+    no_sandbox: bool = False,
 ) -> list[ExerciseResult]:
-    """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts)."""
+    """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts).
+
+    Raises :class:`InfrastructureError` when its kernel cannot start (before any of the student's
+    code runs, so never the student's doing) and :class:`grader_sandbox.SandboxUnavailable` when the
+    box cannot be built and ``no_sandbox`` is not set."""
     items, release_cells = release_plan(release)
     results = {
         it.label: ExerciseResult(student, it.label, "manual", it.points, "manual")
@@ -667,16 +699,30 @@ def grade_submission(
                 student, it.label, 0, it.points, f"unreadable notebook: {exc}"[:300]
             )
         return finish()
-    plan = _submission_cells(sub, items, release_cells)
+    try:
+        plan = _submission_cells(sub, items, release_cells)
+    except MalformedNotebook as exc:
+        for it in coding:
+            message = f"malformed notebook, not graded: {exc}"[:300]
+            results[it.label] = ExerciseResult(student, it.label, 0, it.points, message)
+        return finish()
     private = Path(tempfile.mkdtemp(prefix="icl-grade-"))
     box = session = None
     try:
-        box = grader_sandbox.start_kernel(
-            private,
-            limits or grader_sandbox.Limits(),
-            pythonpath=pythonpath,
-            hide_dirs=hide_dirs,
-        )
+        try:
+            box = grader_sandbox.start_kernel(
+                private,
+                limits or grader_sandbox.Limits(),
+                pythonpath=pythonpath,
+                hide_dirs=hide_dirs,
+                no_sandbox=no_sandbox,
+            )
+        except grader_sandbox.SandboxUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - no student code has run yet: the grader's fault
+            raise InfrastructureError(
+                f"the kernel for {student} could not start: {type(exc).__name__}: {exc}"
+            ) from exc
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
         session = _Session(box, 0.0)
         nb_end = time.monotonic() + notebook_timeout
@@ -708,7 +754,9 @@ def grade_submission(
             results[item.label] = ExerciseResult(
                 student, item.label, score, item.points, " ".join(str(message).split())[:500]
             )
-    except Exception as exc:  # noqa: BLE001 - e.g. the kernel did not start
+    except (InfrastructureError, grader_sandbox.SandboxUnavailable):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a grader error on this submission: its rows say so
         for it in coding:
             if it.label not in results:
                 results[it.label] = ExerciseResult(

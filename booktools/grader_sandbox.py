@@ -5,11 +5,16 @@
 - a private directory (its working directory, ``HOME``, ``IPYTHONDIR``, ``MPLCONFIGDIR``, ``TMPDIR``)
   that holds only the copy of that one submission and the kernel's connection file; a minimal
   environment (none of the grader's variables);
-- where unprivileged Linux namespaces work (``unshare --user --pid --mount --net``): its own PID
-  namespace (it sees no other process, so neither the grader's command line nor other kernels), no
-  network, and every file system read-only except its private directory (nothing it writes can reach
-  the grader, the package or the next submission); the kernel talks to the grader over Unix sockets
-  in the private directory;
+- unprivileged Linux namespaces (``unshare --user --pid --mount --net``): its own PID namespace (it
+  sees no other process, so neither the grader's command line nor other kernels), no network, every
+  top-level folder but the system's (``/usr``, ``/etc``, ``/lib``, ...) hidden behind an empty tmpfs
+  (``/tmp`` with the other kernels' folders, ``/home``, ``/root``, ``/var``, ``/run``, the clone with
+  the instructor's solutions, the submissions' folders, wherever they are), the interpreter, the
+  environment and the package put back read-only, a private ``/dev/shm``, and every file system
+  read-only except its private directory (nothing it writes can reach the grader, the package or the
+  next submission); the kernel talks to the grader over Unix sockets in the private directory. Where
+  namespaces do not work, :func:`start_kernel` raises :class:`SandboxUnavailable` unless told
+  ``no_sandbox`` (then only the limits and the private working directory remain);
 - limits: address space (``RLIMIT_AS``), CPU time (``RLIMIT_CPU``), file size (``RLIMIT_FSIZE``), no
   core files, and a process count of its own: where the grader may create a ``pids`` cgroup (cgroup
   v1 ``/sys/fs/cgroup/pids`` or a delegated v2 subtree, e.g. when grading as root in a container),
@@ -41,7 +46,26 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "namespaces_available", "Kernel", "start_kernel"]
+__all__ = ["Limits", "SandboxUnavailable", "namespaces_available", "Kernel", "start_kernel"]
+
+
+class SandboxUnavailable(RuntimeError):
+    """The box cannot be built here (no unprivileged user namespaces, ``ICL_GRADER_NO_NAMESPACES``
+    set, or no ``unshare``): the grader refuses to run unless told ``no_sandbox`` explicitly."""
+
+
+SANDBOX_MISSING = (
+    "the grader's sandbox cannot be built here (unprivileged user namespaces do not work, "
+    "ICL_GRADER_NO_NAMESPACES is set, or unshare is missing): refusing to grade. Grade in a "
+    "container or VM where `unshare --user --map-root-user --pid --fork --mount --net true` works "
+    "(Docker's default seccomp profile blocks it: e.g. `docker run --security-opt seccomp=unconfined`), "
+    "or pass --no-sandbox to grade without the box"
+)
+NO_SANDBOX_WARNING = (
+    "WARNING: grading WITHOUT the sandbox (--no-sandbox): each kernel runs with your user id, can "
+    "read and write every file you can (other students' submissions, your credentials), sees your "
+    "processes and has the network. Only the resource limits apply."
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +94,8 @@ _NS_OK: bool | None = None
 
 
 def namespaces_available() -> bool:
-    """Whether unprivileged user, PID, mount and network namespaces work here (cached)."""
+    """Whether unprivileged user, PID, mount and network namespaces work here (cached; the
+    environment variable ``ICL_GRADER_NO_NAMESPACES`` set to anything non-empty says no)."""
     global _NS_OK
     if _NS_OK is None:
         if shutil.which("unshare") is None or os.environ.get("ICL_GRADER_NO_NAMESPACES"):
@@ -234,14 +259,45 @@ def _kill_cgroup(group: Path) -> None:
             time.sleep(0.05)
 
 
+# Top-level folders the kernel sees (read-only): the system's programs, libraries and configuration
+# (fonts, certificates, the loader's cache). Every other top-level folder (/home, /root, /tmp, /var,
+# /run, /opt, /srv, /mnt, a /work holding the clone, ...) is hidden; the interpreter, the environment
+# and the package are put back wherever they live.
+SYSTEM_DIRS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
+)
+
+
+def _top_level() -> list[Path]:
+    try:
+        return [e for e in Path("/").iterdir() if e.is_dir() and not e.is_symlink()]
+    except OSError:
+        return []
+
+
+def _package_dir() -> Path | None:
+    """The ``icl_book`` package's folder (what the kernel imports), without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("icl_book")
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).resolve().parent
+
+
 def start_kernel(
     private: str | os.PathLike,
     limits: Limits | None = None,
     startup_timeout: float = 120,
     pythonpath=(),
     hide_dirs=(),
+    *,
+    no_sandbox: bool = False,
 ):
     """Start a boxed IPython kernel whose private directory is ``private`` (created, must be empty).
+
+    Raises :class:`SandboxUnavailable` where namespaces do not work, unless ``no_sandbox`` (then the
+    kernel runs with the limits only: the caller must say so loudly).
 
     ``pythonpath``: folders the kernel may import from besides the installed packages (e.g. a course's
     own helper modules); read-only inside the box. ``hide_dirs``: folders the kernel must not see
@@ -255,6 +311,8 @@ def start_kernel(
         (private / sub).mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(16)
     namespaced = namespaces_available()
+    if not namespaced and not no_sandbox:
+        raise SandboxUnavailable(SANDBOX_MISSING)
     env = _minimal_env(private, token)
     if limits.threads is not None:  # kernels graded side by side must not oversubscribe the cores
         for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -262,23 +320,36 @@ def start_kernel(
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     limits_file = private / "limits.json"
-    keep = [Path(sys.prefix).resolve(), Path(__file__).resolve().parent.parent, private.resolve()]
+    private_real = private.resolve()
+    # What the kernel may read (read-only): the interpreter, the environment, the package and the
+    # course's own modules. Everything else the kernel could use to reach another student or the
+    # instructor is hidden behind an empty tmpfs, whatever contains what (the clone or the venv may
+    # live under /tmp): the temporary directory (the other kernels' private folders), the clone (the
+    # instructor's solutions), the grader's home, the submissions' folders; /dev/shm is a private
+    # tmpfs of its own.
+    keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), _package_dir()]
+    keep += [Path(p).resolve() for p in pythonpath]
+    keep = [k for k in dict.fromkeys(keep) if k is not None and k.is_dir()]
+    candidates = [
+        *(e for e in _top_level() if e.name not in SYSTEM_DIRS),
+        Path(tempfile.gettempdir()),
+        Path(__file__).resolve().parent.parent,  # the clone booktools runs from
+        Path.home(),
+        *(Path(h) for h in hide_dirs),
+    ]
     hide = []
-    for folder in {Path(tempfile.gettempdir()).resolve(), *(Path(h).resolve() for h in hide_dirs)}:
-        if (
-            folder.is_dir()
-            and folder != Path("/")
-            and not any(k == folder or folder in k.parents for k in keep if k != private.resolve())
-        ):
+    for folder in dict.fromkeys(c.resolve() for c in candidates if c.is_dir()):
+        # a kept folder inside a hidden one is put back, a hidden one inside a kept one hidden again
+        if folder.is_dir() and folder not in (Path("/"), private_real, *keep):
             hide.append(str(folder))
     limits_file.write_text(
         json.dumps(
             {
                 **limits.__dict__,
-                "private": str(private),
+                "private": str(private_real),
                 "namespaced": namespaced,
                 "hide": hide,
-                "restore": [str(Path(p).resolve()) for p in pythonpath],
+                "restore": [str(k) for k in keep],
             }
         )
     )
@@ -338,37 +409,62 @@ def _bind(source: str, target: str) -> None:
 
 
 def _inside(limits_file: str, argv: list[str]) -> None:
+    import ctypes  # noqa: F401 - imported now: the standard library may be hidden while it mounts
     import resource
 
     cfg = json.loads(Path(limits_file).read_text())
     private = cfg["private"]
     if cfg.get("namespaced"):
-        # Hide the temporary directory and the folders the submissions came from behind empty
-        # tmpfs mounts, put the private directory back in place (through a descriptor opened
-        # before), then make every mount read-only but the private directory; /proc, /dev and /sys
-        # are the namespace's own.
-        restore = [private, *cfg.get("restore", [])]
-        fds = [os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in restore]
-        for folder in cfg.get("hide", []):
+        # Hide the temporary directory, the clone, the grader's home and the folders the
+        # submissions came from behind empty tmpfs mounts; put back what the kernel needs (the
+        # interpreter, the environment, the package: through descriptors opened before), hide again
+        # what lies inside those, put the private directory back last, give /dev/shm a private
+        # tmpfs, then make every mount read-only but the private directory and /dev/shm; /proc and
+        # /sys are the namespace's own.
+        keep = [k for k in cfg.get("restore", []) if os.path.isdir(k)]
+        fds = {d: os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in [private, *keep]}
+        hide = cfg.get("hide", [])
+
+        def tmpfs(folder: str, options: str = "size=1m,mode=755") -> None:
             subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", folder],
+                ["mount", "-t", "tmpfs", "-o", options, "tmpfs", folder],
                 check=False, capture_output=True,
             )  # fmt: skip
-        for folder, fd in zip(restore, fds, strict=True):
-            if folder == private or not os.path.isdir(folder):
+
+        def inside(path: str, folder: str) -> bool:
+            return path != folder and path.startswith(folder.rstrip("/") + "/")
+
+        for folder in hide:
+            tmpfs(folder)
+        restored = []
+        for folder in keep:
+            if not os.path.isdir(folder) or any(inside(folder, h) for h in hide):
                 os.makedirs(folder, exist_ok=True)
-                _bind(f"/proc/self/fd/{fd}", folder)  # the descriptor, not the (now hidden) path
+                _bind(f"/proc/self/fd/{fds[folder]}", folder)  # the descriptor, not the path
+                restored.append(folder)
+        for (
+            folder
+        ) in hide:  # e.g. the submissions' folder inside the clone, under the venv's parent
+            if any(inside(folder, k) for k in restored) and os.path.isdir(folder):
+                tmpfs(folder)
+        os.makedirs(private, exist_ok=True)
+        _bind(f"/proc/self/fd/{fds[private]}", private)
+        for fd in fds.values():
             os.close(fd)
+        if os.path.isdir("/dev/shm"):
+            tmpfs("/dev/shm", "size=64m,mode=1777,nosuid,nodev")
         os.chdir(os.path.join(private, "work"))
         mounts = sorted(
             {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()}
         )
         for mp in mounts:
-            if mp == private or mp.startswith(("/proc", "/dev", "/sys")):
+            if mp == private or mp == "/dev/shm" or mp.startswith(("/proc", "/dev", "/sys")):
                 continue
             subprocess.run(["mount", "-o", "remount,bind,ro", mp], check=False, capture_output=True)
-    else:
-        os.setsid()  # own session and process group, killed with killpg
+    elif os.getsid(0) != os.getpid():
+        # own session and process group, killed with killpg (jupyter_client usually starts the
+        # launcher in a new session already: setsid() would then fail with EPERM)
+        os.setsid()
     os.unlink(limits_file)
 
     def cap(which, value):
