@@ -35,9 +35,11 @@ import ast
 import copy
 import csv
 import dataclasses
+import hashlib
 import json
 import os
 import re
+import secrets
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -1004,6 +1006,7 @@ def grade(
     log=None,
     jobs: int = 1,
     no_sandbox: bool = False,
+    inputs_seed: int | None = None,
 ):
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
 
@@ -1020,6 +1023,11 @@ def grade(
     :class:`booktools.grader.InfrastructureError` (after writing what was graded), and a sandbox that
     cannot be built raises :class:`booktools.grader_sandbox.SandboxUnavailable` before anything runs,
     unless ``no_sandbox`` (then a warning goes to ``log``, or stderr).
+
+    Checks whose fixed inputs a table of answers could pass draw them at grading time, from a seed per
+    submission derived from ``inputs_seed`` and the student's name (``inputs_seed``: random if
+    ``None``, printed to ``log``; pass the same to regrade with the same inputs). The row's message
+    records the submission's seed.
 
     ``jobs`` submissions are graded side by side, each in its own sandboxed kernel; with
     ``jobs > 1`` and no ``limits.threads``, each kernel gets ``cpu_count // jobs`` BLAS threads
@@ -1052,6 +1060,15 @@ def grade(
                        and p.parts[-4] in NBGRADER_STEPS})  # fmt: skip
 
     grader._preload_references()
+    if inputs_seed is None:
+        inputs_seed = secrets.randbits(32)
+    if log is not None:
+        print(f"inputs seed {inputs_seed} (--inputs-seed regrades the same)", file=log, flush=True)
+
+    def seed_of(student: str) -> int:
+        digest = hashlib.sha256(f"{inputs_seed}:{student}".encode()).digest()
+        return int.from_bytes(digest[:4], "big")
+
     limits = limits or grader_sandbox.Limits()
     if jobs > 1 and limits.threads is None:
         limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
@@ -1078,6 +1095,7 @@ def grade(
                 pythonpath=pythonpath,
                 hide_dirs=folders,
                 no_sandbox=no_sandbox,
+                inputs_seed=seed_of(student),
             )
         except (grader.InfrastructureError, grader_sandbox.SandboxUnavailable):
             raise
@@ -1236,6 +1254,18 @@ def main(argv: list[str] | None = None) -> int:
         "name, built from the repository; never a submission's own metadata)",
     )
     g.add_argument(
+        "--feedback",
+        type=Path,
+        default=None,
+        help="write one feedback file per student into this folder (<student>.txt)",
+    )
+    g.add_argument(
+        "--inputs-seed",
+        type=int,
+        default=None,
+        help="seed of the inputs checks draw at grading time (default: random, printed)",
+    )
+    g.add_argument(
         "--no-sandbox",
         action="store_true",
         help="grade even where the sandbox cannot be built (no user namespaces): kernels then run "
@@ -1252,6 +1282,15 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="submissions graded side by side (default: the number of CPUs)",
+    )
+    gb = sub.add_parser(
+        "gradebook", help="write a grade report's scores into an nbgrader course's gradebook"
+    )
+    gb.add_argument("report", type=Path, help="the CSV written by grade --out")
+    gb.add_argument("--course", type=Path, required=True, help="the nbgrader course directory")
+    gb.add_argument("--assignment", required=True, help="the assignment (e.g. 01_hermite)")
+    gb.add_argument(
+        "--db", default=None, help="gradebook URL (default: sqlite:///COURSE/gradebook.db)"
     )
     t = sub.add_parser("table", help="print the instructors page's chapter table")
     t.add_argument("--write", type=Path, default=None, help="update the table in this page")
@@ -1289,6 +1328,7 @@ def main(argv: list[str] | None = None) -> int:
                 log=sys.stderr,
                 jobs=min(jobs, len(args.notebooks)),
                 no_sandbox=args.no_sandbox,
+                inputs_seed=args.inputs_seed,
             )
         except SandboxUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -1302,10 +1342,26 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if args.no_sandbox:
             print(NO_SANDBOX_WARNING, file=sys.stderr)
+        if args.feedback is not None:
+            from booktools.grader_gradebook import write_feedback
+
+            written = write_feedback(results, args.feedback)
+            print(f"wrote {len(written)} feedback files into {args.feedback}", file=sys.stderr)
         if args.out is None:
             _write_rows(csv.writer(sys.stdout), results)
         else:
             print(f"wrote {args.out} ({len(results)} rows)", file=sys.stderr)
+        return 0
+    if args.command == "gradebook":
+        from booktools.grader_gradebook import write_gradebook
+
+        try:
+            totals = write_gradebook(args.report, args.course, args.assignment, db_url=args.db)
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for student, total in totals.items():
+            print(f"{student}: {total:g}")
         return 0
     if args.write is None:
         print(instructors_table())

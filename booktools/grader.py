@@ -647,17 +647,26 @@ def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[
         return 0, str(exc)
     except NotImplementedError:
         return 0, "not implemented yet"
+    from icl_book.checks import _grading_inputs
+
     out = io.StringIO()
+    seed = getattr(session, "inputs_seed", None)
+    seed = secrets.randbits(32) if seed is None else seed
+    note = ""
     try:
-        with contextlib.redirect_stdout(out):
-            check(*args, **kwargs)
+        with contextlib.redirect_stdout(out), _grading_inputs(seed) as drew:
+            try:
+                check(*args, **kwargs)
+            finally:
+                # recorded in the report: the same seed draws the same inputs on a regrade
+                note = f" (inputs drawn with seed {seed})" if drew else ""
     except CheckFailed as exc:
-        return 0, str(exc)
+        return 0, str(exc) + note
     except (_Timeout, _KernelDied):
         raise
     except Exception as exc:  # noqa: BLE001 - a reference check crashing on odd data is a zero
         return 0, f"{type(exc).__name__}: {exc}"
-    return item.points, out.getvalue().strip() or f"{item.label}: correct"
+    return item.points, (out.getvalue().strip() or f"{item.label}: correct") + note
 
 
 def grade_submission(
@@ -671,10 +680,12 @@ def grade_submission(
     pythonpath=(),
     hide_dirs=(),
     no_sandbox: bool = False,
+    inputs_seed: int | None = None,
 ) -> list[ExerciseResult]:
     """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts).
 
-    Raises :class:`InfrastructureError` when its kernel cannot start (before any of the student's
+    ``inputs_seed``: the seed checks draw their grading-time inputs from (random if ``None``; the
+    report's message records it). Raises :class:`InfrastructureError` when its kernel cannot start (before any of the student's
     code runs, so never the student's doing) and :class:`grader_sandbox.SandboxUnavailable` when the
     box cannot be built and ``no_sandbox`` is not set."""
     items, release_cells = release_plan(release)
@@ -725,6 +736,7 @@ def grade_submission(
             ) from exc
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
         session = _Session(box, 0.0)
+        session.inputs_seed = secrets.randbits(32) if inputs_seed is None else int(inputs_seed)
         nb_end = time.monotonic() + notebook_timeout
         stopped = None
         for kind, source, item in plan:

@@ -1,0 +1,127 @@
+"""The bridge from ``python -m booktools.assignments grade`` into nbgrader's gradebook.
+
+``python -m booktools.assignments gradebook GRADES.csv --course COURSE --assignment NN_slug``
+
+nbgrader keeps what a course needs around the scores (the gradebook, formgrader for the written
+answers, ``nbgrader export`` for the LMS), but its autograder runs the checks *in the student's kernel*,
+where a submission can redefine or patch them. This bridge keeps nbgrader for everything but the
+autograding: ``grade`` scores the coding exercises (checks in the grader's process, the student's code
+reached by RPC, every kernel boxed), then :func:`write_gradebook` writes each score as the ``auto_score``
+of the matching autograder-test cell (the check cell's ``grade_id`` in the release), creating the
+student and the submission where nbgrader has none. Written exercises keep ``auto_score = None``
+(formgrader grades them by hand). Scores are capped at the cell's points; a fraction of the points
+(partial credit) is kept as it is.
+
+The submitted notebooks are copied to ``autograded/<student>/<assignment>/`` (where formgrader looks for
+them) when they are found under ``submitted/`` and no autograded copy exists yet.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+__all__ = ["read_report", "write_gradebook", "write_feedback"]
+
+
+def _unneutralise(cell: str) -> str:
+    """Undo the report's spreadsheet guard (``'`` before a cell that starts like a formula)."""
+    if cell.startswith("'") and cell[1:2] in ("=", "+", "-", "@", "\t", "\r"):
+        return cell[1:]
+    return cell
+
+
+def read_report(path) -> list[dict]:
+    """The rows of a ``grade`` report (``student, exercise, score, max_score, message``)."""
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        return [{k: _unneutralise(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def write_gradebook(
+    report, course, assignment: str, *, db_url: str | None = None, release=None
+) -> dict[str, float]:
+    """Write a ``grade`` report's scores for ``assignment`` into nbgrader's gradebook.
+
+    ``course``: nbgrader's course directory (where ``nbgrader generate_assignment`` ran, so the
+    gradebook knows the assignment's cells). ``db_url``: the gradebook (default
+    ``sqlite:///COURSE/gradebook.db``, nbgrader's default). ``release``: the release notebook the
+    report was graded against (default ``COURSE/release/<assignment>/<assignment>.ipynb``). Returns
+    each student's total of coding scores as written.
+    """
+    import nbformat
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from booktools.grader import release_plan
+
+    course = Path(course)
+    db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
+    release = Path(release or course / "release" / assignment / f"{assignment}.ipynb")
+    notebook = release.stem
+    items = {it.label: it for it in release_plan(nbformat.read(release, as_version=4))[0]}
+    rows = read_report(report) if not isinstance(report, list) else report
+    by_student: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_student[row["student"]].append(row)
+    totals: dict[str, float] = {}
+    with Gradebook(db_url) as gb:
+        try:
+            gb.find_notebook(notebook, assignment)
+        except MissingEntry:
+            raise ValueError(
+                f"the gradebook {db_url} has no notebook {notebook} in assignment {assignment}: "
+                f"run `nbgrader generate_assignment {assignment}` in {course} first"
+            ) from None
+        for student, student_rows in by_student.items():
+            gb.update_or_create_student(student)
+            try:
+                gb.find_submission(assignment, student)
+            except MissingEntry:
+                gb.add_submission(assignment, student)
+            total = 0.0
+            for row in student_rows:
+                item = items.get(row["exercise"])
+                if item is None or item.kind != "coding" or row["score"] == "manual":
+                    continue
+                grade = gb.find_grade(item.grade_id, notebook, assignment, student)
+                score = min(max(float(row["score"]), 0.0), float(grade.max_score))
+                grade.auto_score = score
+                grade.needs_manual_grade = False
+                total += score
+            gb.db.commit()
+            totals[student] = total
+            _copy_for_formgrader(course, assignment, student)
+    return totals
+
+
+def _copy_for_formgrader(course: Path, assignment: str, student: str) -> None:
+    src = course / "submitted" / student / assignment
+    dst = course / "autograded" / student / assignment
+    if src.is_dir() and not dst.exists():
+        shutil.copytree(src, dst)
+
+
+def write_feedback(rows, folder) -> list[Path]:
+    """One plain-text feedback file per student, ``FOLDER/<student>.txt``: each exercise's score out
+    of its points and the check's message (the hint of a failed check)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    by_student: dict[str, list] = defaultdict(list)
+    for r in rows:
+        by_student[r.student].append(r)
+    written = []
+    for student, student_rows in by_student.items():
+        lines = [f"Feedback for {student}", ""]
+        got = top = 0.0
+        for r in student_rows:
+            if isinstance(r.score, str):
+                lines.append(f"{r.exercise}: graded by hand (out of {r.max_score:g})")
+                continue
+            got, top = got + r.score, top + r.max_score
+            lines.append(f"{r.exercise}: {r.score:g} / {r.max_score:g}  {r.message}")
+        lines += ["", f"autograded total: {got:g} / {top:g}"]
+        path = folder / f"{Path(student).name}.txt"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        written.append(path)
+    return written

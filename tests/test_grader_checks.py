@@ -1,0 +1,125 @@
+"""The checks under the grader (issue 36): honest Monte Carlo answers accepted, fixed answer tables
+refused where inputs are drawn at grading time, and a failed check showing its hint only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icl_book import checks
+from icl_book.hermite import effective_noise, erf_link
+from icl_book.simulate import mc_error, pretrain_reduced_lsa, simulated_errors
+
+
+def _honest_monte_carlo(stream: int, n_test: int = 10_000):
+    """``simulate_icl`` as a student may write it: pretrain Γ with the seed's generator, then estimate
+    its e_ICL with the package's own ``mc_error`` on ``n_test`` fresh prompts. ``stream`` makes each
+    implementation's random numbers independent of the reference's (and of the other streams')."""
+
+    def simulate_icl(tau, noise_var, seed):
+        rng = np.random.default_rng([stream, seed])
+        gamma, _ = pretrain_reduced_lsa(40, 1.0, tau, np.inf, noise_var, rng=rng, tol=1e-6)
+        return mc_error(gamma, None, 1.0, noise_var, n_test=n_test, rng=rng).mean
+
+    return simulate_icl
+
+
+@pytest.mark.slow  # 30 streams x 21 simulations with 10^4 test prompts each: ~2 min on one core
+def test_asymptotics_ex4_accepts_honest_monte_carlo_at_10_4_prompts_on_30_streams():
+    """Before: 14 of 30 honest streams were rejected at 10⁴ test prompts (the check knew only the
+    exact error's spread). Each stream is graded as the grader grades (its own drawn seeds)."""
+    rejected = []
+    for stream in range(30):
+        with checks._grading_inputs(1000 + stream) as drew:
+            try:
+                checks.check_asymptotics_ex4(_honest_monte_carlo(stream))
+            except checks.CheckFailed as exc:
+                rejected.append((stream, str(exc)))
+        assert drew == ["asymptotics-ex4"]
+    assert rejected == []
+
+
+@pytest.mark.slow  # one stream at 10^2 test prompts: ~5 s
+def test_asymptotics_ex4_refuses_a_monte_carlo_too_noisy_to_tell():
+    with pytest.raises(checks.CheckFailed, match="10⁴ test prompts"):
+        checks.check_asymptotics_ex4(_honest_monte_carlo(0, n_test=100))
+
+
+def _table(pairs: dict):
+    """An answer that looks its inputs up in a table of the published cases (and guesses elsewhere)."""
+
+    def answer(*args):
+        return pairs.get(tuple(float(a) for a in args), 0.5)
+
+    return answer
+
+
+def test_a_table_of_hermite_ex3_answers_passes_in_the_notebook_but_not_under_the_grader():
+    """Before: the check's 8 inputs were fixed and published: a table of 8 numbers scored 2/2."""
+    table = {
+        (a, rho): effective_noise(erf_link(a), rho)
+        for a in (0.25, 0.7, 1.0, 3.0)
+        for rho in (0.0, 0.2)
+    }
+    assert checks.check_hermite_ex3(_table(table))  # the notebook's published inputs
+    with checks._grading_inputs(7) as drew, pytest.raises(checks.CheckFailed):
+        checks.check_hermite_ex3(_table(table))
+    assert drew == ["hermite-ex3"]
+    with checks._grading_inputs(7):  # an honest answer still passes on the drawn inputs
+        assert checks.check_hermite_ex3(lambda a, rho: effective_noise(erf_link(a), rho))
+
+
+@pytest.mark.slow  # 16 reference simulations: ~5 s
+def test_a_table_of_asymptotics_ex4_answers_fails_under_the_grader():
+    """Before: the check's ten (τ, seed) inputs were fixed: a table of ten numbers passed."""
+    rho = 0.5
+    table = {
+        (tau, rho, float(s)): simulated_errors(
+            40, 1.0, tau, np.inf, rho, rng=np.random.default_rng(s), tol=1e-6
+        ).icl
+        for tau, n in ((0.7, 8), (8.0, 12))
+        for s in range(n)
+    }
+    assert checks.check_asymptotics_ex4(_table(table))
+    with checks._grading_inputs(11), pytest.raises(checks.CheckFailed):
+        checks.check_asymptotics_ex4(_table(table))
+
+
+def test_the_grading_seed_changes_the_inputs_and_is_reproducible():
+    def drawn(seed):
+        seen = []
+        with checks._grading_inputs(seed):
+            checks.check_hermite_ex3(lambda a, rho: seen.append((a, rho)) or 0.0 * a)
+        return seen
+
+    with pytest.raises(checks.CheckFailed):
+        drawn(3)
+    seen = []
+
+    def record(a, rho):
+        seen.append((a, rho))
+        return effective_noise(erf_link(a), rho)
+
+    for seed in (3, 3, 4):
+        with checks._grading_inputs(seed):
+            checks.check_hermite_ex3(record)
+    assert seen[:8] == seen[8:16] != seen[16:]
+
+
+def test_a_failed_check_shows_only_its_hint_in_ipython():
+    """A failed check's traceback through checks.py would print reference source
+    (``exact = LINKS["relu"].closed_form_coefficients(14)``); IPython shows its hint only."""
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(out):
+        ip.run_cell(
+            "from icl_book.checks import check_hermite_ex1\ncheck_hermite_ex1(lambda k: 0.1)"
+        )
+    text = out.getvalue()
+    assert "Hint" in text
+    assert "closed_form_coefficients" not in text and "checks.py" not in text, text
