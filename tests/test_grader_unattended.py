@@ -186,6 +186,45 @@ def test_a_killed_run_keeps_what_it_graded(tmp_path, monkeypatch):
     assert [(r["student"], r["score"]) for r in rows] == [("ada", "1")]
 
 
+@pytest.mark.slow  # one kernel, then a SIGKILL: ~15 s
+def test_a_grader_killed_by_sigkill_keeps_the_rows_it_wrote(tmp_path):
+    """The real thing: `grade` as a command, killed (SIGKILL: no clean-up runs) while the second
+    student's notebook sleeps; the report holds the first student's rows."""
+    import signal
+    import subprocess
+    import time
+
+    release, nb = _prologue()
+    rel = _write(release, tmp_path / "release.ipynb")
+    first = _write(nb, tmp_path / "ada.ipynb")
+    slow = nbformat.from_dict(nb)
+    for cell in slow.cells:  # bob's first answer sleeps
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "prologue-ex1-solution":
+            cell.source = "import time\ntime.sleep(600)"
+    second = _write(slow, tmp_path / "bob.ipynb")
+    out = tmp_path / "g.csv"
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "booktools.assignments", "grade", str(first), str(second),
+         "--release", str(rel), "--out", str(out), "--jobs", "1"],
+        cwd=Path(A.__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 300
+        while time.monotonic() < end:
+            if out.exists() and "ada" in out.read_text():
+                break
+            time.sleep(0.5)
+        time.sleep(2)  # bob's kernel is running now
+    finally:
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+    rows = list(csv.DictReader(out.open()))
+    assert {(r["student"], r["exercise"]) for r in rows} >= {("ada", "prologue-ex1")}, rows
+    assert {r["student"] for r in rows} == {"ada"}
+    assert [r["score"] for r in rows if r["exercise"] != "prologue-ex3"] == ["1", "1"]
+
+
 # --------------------------------------------------------------------------------------------------
 # 3. Isolation: /dev/shm, /tmp and the neighbours
 # --------------------------------------------------------------------------------------------------
