@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -78,7 +79,9 @@ def write_gradebook(
             try:
                 gb.find_submission(assignment, student)
             except MissingEntry:
-                gb.add_submission(assignment, student)
+                with warnings.catch_warnings():  # nbgrader 0.9's own autoflush notes (SAWarning)
+                    warnings.filterwarnings("ignore", message="Object of type <Submitted")
+                    gb.add_submission(assignment, student)
             total = 0.0
             for row in student_rows:
                 item = items.get(row["exercise"])
