@@ -228,8 +228,13 @@ def require_close(label: str, got, expected, *, rtol: float, atol: float, hint: 
 def check_prologue_ex1(ridge_prediction) -> Passed:
     """``ridge_prediction(xs (N, d), ys (N,), x_query (d,), lam) -> float`` for one prompt."""
     label = "prologue-ex1"
-    rng = np.random.default_rng(12345)
-    for n, d, lam in [(7, 3, 0.5), (3, 6, 0.1), (20, 4, 2.0)]:
+    cases = [(7, 3, 0.5), (3, 6, 0.1), (20, 4, 2.0)]
+    rng = _inputs_rng(label, 12345)
+    if rng is None:
+        rng = np.random.default_rng(12345)
+    else:  # graded: other penalties on fresh data (still one prompt with N < d)
+        cases = [(n, d, round(float(rng.uniform(0.05, 3.0)), 3)) for n, d, _ in cases]
+    for n, d, lam in cases:
         xs, ys, xq = rng.standard_normal((n, d)), rng.standard_normal(n), rng.standard_normal(d)
         got = call_answer(label, ridge_prediction, xs, ys, xq, lam)
         if np.ndim(got) != 0:
@@ -252,7 +257,18 @@ def check_prologue_ex2(best_eta) -> Passed:
     """``best_eta(dim, context_len, noise_var) -> float``: the risk-minimising step for Λ = I."""
 
     label = "prologue-ex2"
-    for d, n, s2 in [(5, 20, 0.25), (1, 1, 0.0), (10, 3, 2.0), (3, 100, 1.0)]:
+    cases = [(5, 20, 0.25), (1, 1, 0.0), (10, 3, 2.0), (3, 100, 1.0)]
+    rng = _inputs_rng(label, 0)
+    if rng is not None:  # graded: fresh sizes and noise levels (and still d = N = 1 without noise)
+        cases = [(1, 1, 0.0)] + [
+            (
+                int(rng.integers(1, 13)),
+                int(rng.integers(1, 121)),
+                round(float(rng.uniform(0, 2)), 3),
+            )
+            for _ in range(3)
+        ]
+    for d, n, s2 in cases:
         got = call_answer(label, best_eta, d, n, s2)
         require_close(
             label,
@@ -328,7 +344,9 @@ def check_nonlinear_ex1(equivalent_from_coefficients) -> Passed:
     """``equivalent_from_coefficients(mu (K+1,), rho) -> (mu1, rho_eff)`` for ``f = Σ_k (μ_k/k!) He_k``."""
 
     label = "nonlinear-ex1"
-    rng = np.random.default_rng(4242)
+    rng = _inputs_rng(label, 4242)  # graded: the two random expansions drawn afresh
+    if rng is None:
+        rng = np.random.default_rng(4242)
     cases = [
         (np.array([0.0, 1.0]), 0.0),
         (np.array([0.3, 0.8, 0.0, 0.0]), 0.1),

@@ -69,6 +69,20 @@ def test_a_table_of_hermite_ex3_answers_passes_in_the_notebook_but_not_under_the
         assert checks.check_hermite_ex3(lambda a, rho: effective_noise(erf_link(a), rho))
 
 
+def test_a_table_of_prologue_ex2_answers_passes_in_the_notebook_but_not_under_the_grader():
+    from icl_book.estimators import best_one_step_eta
+
+    published = [(5, 20, 0.25), (1, 1, 0.0), (10, 3, 2.0), (3, 100, 1.0)]
+    table = {
+        (float(d), float(n), s2): best_one_step_eta(np.eye(d), n, s2) for d, n, s2 in published
+    }
+    assert checks.check_prologue_ex2(_table(table))
+    with checks._grading_inputs(5), pytest.raises(checks.CheckFailed):
+        checks.check_prologue_ex2(_table(table))
+    with checks._grading_inputs(5):
+        assert checks.check_prologue_ex2(lambda d, n, s2: n / (n + d + 1 + s2))
+
+
 @pytest.mark.slow  # 16 reference simulations: ~5 s
 def test_a_table_of_asymptotics_ex4_answers_fails_under_the_grader():
     """Before: the check's ten (τ, seed) inputs were fixed: a table of ten numbers passed."""

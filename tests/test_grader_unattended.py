@@ -251,27 +251,29 @@ def test_dev_shm_is_private_to_each_kernel(tmp_path):
     """Before: /dev/shm was the host's, writable: one submission left an answer there and a later one
     scored 2/2; a 100 MB file survived grading."""
     planted = Path("/dev/shm") / f"icl-grader-host-{os.getpid()}"
+    answer = Path("/dev/shm") / f"icl-answer-{os.getpid()}"
     planted.write_text("the host's")
     try:
         first = S.start_kernel(tmp_path / "a")
         try:
             said = _run(
                 first,
-                "import os\nopen('/dev/shm/icl-answer', 'w').write('42')\n"
+                f"import os\nopen({str(answer)!r}, 'w').write('42')\n"
                 f"print('sees host file:', os.path.exists({str(planted)!r}))",
             )
         finally:
             first.kill()
         assert "sees host file: False" in said
-        assert not Path("/dev/shm/icl-answer").exists()  # nothing reached the host
+        assert not answer.exists()  # nothing reached the host
         second = S.start_kernel(tmp_path / "b")
         try:
-            said = _run(second, "import os\nprint('left:', os.path.exists('/dev/shm/icl-answer'))")
+            said = _run(second, f"import os\nprint('left:', os.path.exists({str(answer)!r}))")
         finally:
             second.kill()
         assert "left: False" in said
     finally:
         planted.unlink()
+        answer.unlink(missing_ok=True)  # (the box before issue 36 left it on the host)
 
 
 @pytest.mark.slow  # two kernels side by side: ~10 s
