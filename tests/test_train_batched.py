@@ -344,19 +344,18 @@ def test_rsqrt_decay_starts_at_decay_start_and_defaults_to_the_warmup():
         )
 
 
+def _tiny_cohort(name, seed=0):
+    """A cohort of one LSA run that trains in a fraction of a second."""
+    run = studies.RunSpec("lsa", "quadratic", 20, seed, 0.01)
+    return studies.Cohort(
+        name, (run,), batch_size=8, warmup=2, clip_grad=1.0, first_check=4, max_steps=8, val_size=50
+    )
+
+
 def test_train_study_trains_and_returns_what_load_study_reads(tmp_path, monkeypatch):
     torch.set_num_threads(1)
-    run = studies.RunSpec("lsa", "quadratic", 20, 0, 0.01)
-    tiny = studies.Cohort(
-        "tiny",
-        (run,),
-        batch_size=8,
-        warmup=2,
-        clip_grad=1.0,
-        first_check=4,
-        max_steps=8,
-        val_size=50,
-    )
+    tiny = _tiny_cohort("tiny")
+    (run,) = tiny.runs
     monkeypatch.setitem(studies.STUDIES, "tiny", [tiny])
     lines = []
     runs = studies.train_study("tiny", checkpoints=tmp_path, log=lines.append)
@@ -376,20 +375,7 @@ def test_export_writes_the_named_cohorts_and_refuses_unknown_names(tmp_path, mon
     torch.set_num_threads(1)
     from booktools.train_study import main
 
-    def tiny(name, seed):
-        run = studies.RunSpec("lsa", "quadratic", 20, seed, 0.01)
-        return studies.Cohort(
-            name,
-            (run,),
-            batch_size=8,
-            warmup=2,
-            clip_grad=1.0,
-            first_check=4,
-            max_steps=8,
-            val_size=50,
-        )
-
-    monkeypatch.setitem(studies.STUDIES, "tiny", [tiny("a", 0), tiny("b", 1)])
+    monkeypatch.setitem(studies.STUDIES, "tiny", [_tiny_cohort("a", 0), _tiny_cohort("b", 1)])
     studies.train_study("tiny", checkpoints=tmp_path, names=["a"], log=None)
     out = tmp_path / "a.npz"
     main(["export", "tiny", "--cohorts", "a", "--checkpoints", str(tmp_path), "--out", str(out)])
