@@ -674,9 +674,14 @@ def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.nd
     features, ridge
         As in :func:`fit_one_step_preconditioner`.
     """
-    if not isinstance(batches, (list, tuple)) or not batches:
+    if not isinstance(batches, (list, tuple)):
         raise ArgumentTypeError(
-            "batches must be a non-empty list of prompt batches (xs, ys, x_query, y_query), got "
+            "batches must be a list of prompt batches (xs, ys, x_query, y_query), got "
+            f"{type(batches).__name__}"
+        )
+    if not batches:
+        raise ValueError(
+            "batches must hold at least one prompt batch (xs, ys, x_query, y_query), got an empty "
             f"{type(batches).__name__}"
         )
     for b in batches:
