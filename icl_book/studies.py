@@ -32,11 +32,19 @@ import json
 import zlib
 from dataclasses import asdict, dataclass, replace
 from dataclasses import fields as fields_of
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ._validate import (
+    ArgumentTypeError,
+    choice,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+)
 from .attention.deep import DeepTransformer, LearnedBCD
 from .attention.glu import TransformerBlock, glu_lsa_block_weights
 from .attention.lsa import LinearSelfAttention
@@ -75,6 +83,15 @@ GLU_MIX = (25, 50, 100, 200)
 #: Chapter 6's setting.
 DEPTH_DIM, DEPTH_NOISE_VAR, DEPTH_CONTEXT, DEPTH_WIDTH = 3, 0.01, 50, 9
 DEPTH_DEGREES = {"quadratic": 2, "cubic": 3}
+_MODELS = ("block", "lsa", "lbcd", "deep")
+_TASKS = ("quadratic", "cubic", "mixed")
+
+
+def _of_type(name: str, value, kind: type):
+    """``value`` if it is a ``kind`` (a :class:`RunSpec`, a :class:`Cohort`, ...); a named error otherwise."""
+    if not isinstance(value, kind):
+        raise ArgumentTypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,16 @@ class RunSpec:
     dim: int = 0
     width: int = 0
     batch_size: int = 0
+
+    def __post_init__(self):
+        # validation only: the fields (and so the run's name and data seed) are kept as given
+        choice("model", self.model, _MODELS)
+        choice("task", self.task, _TASKS)
+        choice("init", self.init, ("random", "construction"))
+        for name in ("context_len", "seed", "n_scratch", "hidden", "dim", "width", "batch_size"):
+            nonnegative_int(name, getattr(self, name))
+        positive_int("depth", self.depth)
+        positive_float("lr", self.lr)
 
     @property
     def input_dim(self) -> int:
@@ -143,6 +170,29 @@ class Cohort:
     val_size: int = 5000
     val_seed: int = 777
     dtype: str = "float64"
+
+    def __post_init__(self):
+        # validation only: the fields are kept as given
+        if not isinstance(self.name, str) or not self.name:
+            raise ArgumentTypeError(f"name must be a non-empty string, got {self.name!r}")
+        if (
+            not isinstance(self.runs, (tuple, list))
+            or not self.runs
+            or not all(isinstance(r, RunSpec) for r in self.runs)
+        ):
+            raise ArgumentTypeError(
+                f"runs must be a non-empty tuple of RunSpec, got {type(self.runs).__name__}"
+            )
+        positive_int("batch_size", self.batch_size)
+        nonnegative_int("warmup", self.warmup)
+        if self.clip_grad is not None:
+            positive_float("clip_grad", self.clip_grad)
+        nonnegative_int("decay_start", self.decay_start)
+        positive_int("first_check", self.first_check)
+        positive_int("max_steps", self.max_steps)
+        positive_int("val_size", self.val_size)
+        nonnegative_int("val_seed", self.val_seed)
+        choice("dtype", self.dtype, ("float32", "float64"))
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -278,7 +328,8 @@ def cohorts(study: str) -> list[Cohort]:
 
 def make_sampler(run: RunSpec, context_len: int | None = None):
     """``sample_prompts(rng, batch_size)`` of ``run``'s task (at ``context_len`` if given)."""
-    n = run.context_len if context_len is None else context_len
+    _of_type("run", run, RunSpec)
+    n = run.context_len if context_len is None else nonnegative_int("context_len", context_len)
     if run.task == "mixed":
         return lambda rng, b: sample_mixed_prompts(b, n, GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR)
     if run.model in ("block", "lsa"):
@@ -298,6 +349,7 @@ def make_sampler(run: RunSpec, context_len: int | None = None):
 
 def build_model(run: RunSpec) -> torch.nn.Module:
     """The untrained model of ``run``."""
+    _of_type("run", run, RunSpec)
     if run.model == "lsa":
         gen = torch.Generator().manual_seed(run.seed)
         return LinearSelfAttention(GLU_DIM, init_scale=0.1, generator=gen)
@@ -344,6 +396,8 @@ def _load_construction(block: TransformerBlock) -> None:
 
 def validation_prompts(cohort: Cohort, run: RunSpec) -> Prompts:
     """The fixed validation set of ``run``'s task (shared by the runs of one task and N)."""
+    _of_type("cohort", cohort, Cohort)
+    _of_type("run", run, RunSpec)
     key = zlib.crc32(f"{run.model}/{run.task}/{run.context_len}".encode())
     rng = np.random.default_rng([cohort.val_seed, key])
     return make_sampler(run)(rng, cohort.val_size)
@@ -351,6 +405,7 @@ def validation_prompts(cohort: Cohort, run: RunSpec) -> Prompts:
 
 def members(cohort: Cohort) -> list[Member]:
     """The :class:`~icl_book.train.Member` of every run of ``cohort``."""
+    _of_type("cohort", cohort, Cohort)
     return [
         Member(
             r.name,
@@ -400,6 +455,9 @@ def study_path(study: str) -> Path:
 
 def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
     """The arrays a trained cohort contributes to its study's file."""
+    _of_type("cohort", cohort, Cohort)
+    _of_type("trainer", trainer, BatchedTrainer)
+    _of_type("records", records, dict)
     out = {}
     for i, run in enumerate(cohort.runs):
         key = run.name
@@ -418,6 +476,7 @@ def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
 
 def study_trainer(cohort: Cohort) -> BatchedTrainer:
     """The untrained :class:`~icl_book.train.BatchedTrainer` of ``cohort`` (its runs' initial models)."""
+    _of_type("cohort", cohort, Cohort)
     return BatchedTrainer(
         members(cohort),
         batch_size=cohort.batch_size,
@@ -474,6 +533,8 @@ def train_study(
 
 def load_study(study: str, *, path: str | Path | None = None) -> dict[str, StudyRun]:
     """The trained runs of a shipped study, by run name (models in float64, eval mode)."""
+    if path is not None and not isinstance(path, (str, PathLike)):
+        raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = study_path(study) if path is None else Path(path)
     if not path.exists():
         raise ValueError(
@@ -491,6 +552,7 @@ def select_runs(runs: dict[str, StudyRun], **fields) -> list[StudyRun]:
     the five seeds of one configuration. A field :class:`RunSpec` does not have, or a selection that
     matches no run, is an error (a typo would otherwise select nothing and plot an empty curve).
     """
+    _of_type("runs", runs, dict)
     names = {f.name for f in fields_of(RunSpec)}
     unknown = sorted(set(fields) - names)
     if unknown:

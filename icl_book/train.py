@@ -44,7 +44,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ._validate import flag, nonnegative_float, nonnegative_int, positive_float, positive_int
+from ._validate import (
+    ArgumentTypeError,
+    _raw_array,
+    as_array,
+    finite_values,
+    flag,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    size_limit,
+)
+from .attention._params import inputs_checked
 
 __all__ = [
     "Member",
@@ -106,6 +118,27 @@ class TrainResult:
         return float(np.mean(self.losses[-100:]))
 
 
+def _device(device) -> torch.device:
+    """``device`` as a :class:`torch.device`; a name torch does not know is a ``ValueError`` naming it."""
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise ArgumentTypeError(
+            f"device must be a torch.device or a name such as 'cpu', got {type(device).__name__}"
+        )
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"device must be a torch device name such as 'cpu', got {device!r}"
+        ) from None
+
+
+def _batch_size(name: str, value) -> int:
+    """A number of prompts per step: an integer >= 1, refused beyond ``_validate.MAX_ENTRIES`` at once."""
+    return size_limit(name, positive_int(name, value), what="prompts per step")
+
+
 def prompts_to_torch(prompts, *, device="cpu", dtype=torch.float64):
     """Convert a NumPy :class:`~icl_book.tasks.Prompts` batch to four torch tensors.
 
@@ -114,10 +147,16 @@ def prompts_to_torch(prompts, *, device="cpu", dtype=torch.float64):
     xs, ys, x_query, y_query
         ``(B, N, d)``, ``(B, N)``, ``(B, d)``, ``(B,)`` tensors on ``device`` with ``dtype``.
     """
+    return _prompts_to_torch(prompts, _device(device), dtype, "prompts")
+
+
+def _prompts_to_torch(prompts, device, dtype, what: str):
+    """:func:`prompts_to_torch`; ``what`` names the source in errors (``"sample_prompts"``: its output)."""
     names = ("xs", "ys", "x_query", "y_query")
+    where = "prompts" if what == "prompts" else f"the prompts of {what}"  # e.g. its return value
     if not all(hasattr(prompts, name) for name in names):
         raise TypeError(
-            "prompts must be an icl_book.tasks.Prompts (with xs, ys, x_query, y_query), "
+            f"{where} must be an icl_book.tasks.Prompts (with xs, ys, x_query, y_query), "
             f"got {type(prompts).__name__}"
         )
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -128,21 +167,22 @@ def prompts_to_torch(prompts, *, device="cpu", dtype=torch.float64):
     ]
     for name, t in zip(names, out, strict=True):
         if not torch.isfinite(t).all():  # a sampler's fault, not a training step's
-            raise ValueError(f"prompts.{name} must be finite, got NaN or infinite values")
+            raise ValueError(f"{where}.{name} must be finite, got NaN or infinite values")
     xs, ys, xq, yq = out
     if xs.ndim != 3:
-        raise ValueError(f"prompts.xs must have shape (B, N, d), got {tuple(xs.shape)}")
+        raise ValueError(f"{where}.xs must have shape (B, N, d), got {tuple(xs.shape)}")
     b, n, d = xs.shape
     for name, t, shape in (("ys", ys, (b, n)), ("x_query", xq, (b, d)), ("y_query", yq, (b,))):
         if tuple(t.shape) != shape:
             raise ValueError(
-                f"prompts.{name} must have shape {shape} to match xs {tuple(xs.shape)}, got {tuple(t.shape)}"
+                f"{where}.{name} must have shape {shape} to match xs {tuple(xs.shape)}, got {tuple(t.shape)}"
             )
     return xs, ys, xq, yq
 
 
 def _mse(model, xs, ys, xq, yq) -> torch.Tensor:
-    pred = model(xs, ys, xq)
+    with inputs_checked():  # the batch was validated by prompts_to_torch
+        pred = model(xs, ys, xq)
     if not isinstance(pred, torch.Tensor) or tuple(pred.shape) != tuple(yq.shape):
         shape = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
         raise ValueError(
@@ -197,7 +237,8 @@ def predict_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 512
     with _evaluating(model, prompts) as (xs, ys, xq, yq):
         for start in range(0, xs.shape[0], chunk_size):
             sl = slice(start, start + chunk_size)
-            pred = model(xs[sl], ys[sl], xq[sl])
+            with inputs_checked():  # validated by prompts_to_torch
+                pred = model(xs[sl], ys[sl], xq[sl])
             if not isinstance(pred, torch.Tensor) or tuple(pred.shape) != tuple(yq[sl].shape):
                 raise ValueError(
                     f"model(xs, ys, x_query) must return a tensor of shape (B,), got {pred!r:.80}"
@@ -432,7 +473,7 @@ def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
         steps=steps,
         lr=positive_float("lr", kw["lr"]),
         seed=nonnegative_int("seed", kw["seed"]),
-        batch_size=positive_int("batch_size", kw["batch_size"]),
+        batch_size=_batch_size("batch_size", kw["batch_size"]),
         weight_decay=nonnegative_float("weight_decay", kw["weight_decay"]),
         clip_grad=None if clip_grad is None else positive_float("clip_grad", clip_grad),
         schedule=schedule,
@@ -441,7 +482,7 @@ def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
         eval_every=eval_every,
         early_stop_patience=patience,
         early_stop_min_delta=nonnegative_float("early_stop_min_delta", kw["early_stop_min_delta"]),
-        device=torch.device(kw["device"]),
+        device=_device(kw["device"]),
         dtype=dtype,
         num_threads=None if num_threads is None else positive_int("num_threads", num_threads),
     )
@@ -452,8 +493,8 @@ def _train_step(model, opt, params, sample_prompts, rng, step: int, config) -> t
     step_lr = _lr_at(step, config.steps, config.lr, config.schedule, config.warmup)
     for group in opt.param_groups:
         group["lr"] = step_lr
-    batch = prompts_to_torch(
-        sample_prompts(rng, config.batch_size), device=config.device, dtype=config.dtype
+    batch = _prompts_to_torch(
+        sample_prompts(rng, config.batch_size), config.device, config.dtype, "sample_prompts"
     )
     loss = _mse(model, *batch)
     value = float(loss.detach())
@@ -552,6 +593,15 @@ class Member:
     batch_size: int | None = None
     decay_start: int = 0
 
+    def __post_init__(self):
+        # the name keys results and checkpoints; the model is read at once by BatchedTrainer
+        if not isinstance(self.name, str) or not self.name:
+            raise ArgumentTypeError(f"name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.model, torch.nn.Module):
+            raise ArgumentTypeError(
+                f"model must be a torch.nn.Module, got {type(self.model).__name__}"
+            )
+
 
 class BatchedTrainer:
     """Train many small in-context models of one architecture at once, each as if alone.
@@ -601,7 +651,13 @@ class BatchedTrainer:
     ):
         from torch.func import stack_module_state
 
-        members = list(members)
+        try:
+            members = list(members)
+        except TypeError:
+            raise ArgumentTypeError(
+                "members must be a non-empty sequence of icl_book.train.Member, "
+                f"got {type(members).__name__}"
+            ) from None
         if not members or not all(isinstance(m, Member) for m in members):
             raise TypeError("members must be a non-empty sequence of icl_book.train.Member")
         names = [m.name for m in members]
@@ -610,11 +666,11 @@ class BatchedTrainer:
         if schedule not in ("constant", "rsqrt"):
             raise ValueError(f"schedule must be 'constant' or 'rsqrt', got {schedule!r}")
         self.members = members
-        self.batch_size = positive_int("batch_size", batch_size)
+        self.batch_size = _batch_size("batch_size", batch_size)
         self.schedule = schedule
         self.clip_grad = None if clip_grad is None else positive_float("clip_grad", clip_grad)
         self.chunk_size = positive_int("chunk_size", chunk_size)
-        self.device = torch.device(device)
+        self.device = _device(device)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         self.dtype = dtype
@@ -634,7 +690,7 @@ class BatchedTrainer:
             nonnegative_int(f"member {m.name!r}: decay_start", m.decay_start)
             nonnegative_int(f"member {m.name!r}: seed", m.seed)
             if m.batch_size is not None:
-                positive_int(f"member {m.name!r}: batch_size", m.batch_size)
+                _batch_size(f"member {m.name!r}: batch_size", m.batch_size)
         models = [m.model.to(device=self.device, dtype=dtype) for m in members]
         params, _ = stack_module_state(models)
         self.params = {k: v.detach().clone() for k, v in params.items()}
@@ -676,10 +732,11 @@ class BatchedTrainer:
         batches = {}
         for i in active:
             m = self.members[i]
-            b = prompts_to_torch(
+            b = _prompts_to_torch(
                 m.sample_prompts(self.rngs[i], m.batch_size or self.batch_size),
-                device=self.device,
-                dtype=self.dtype,
+                self.device,
+                self.dtype,
+                "sample_prompts",
             )
             batches.setdefault(tuple(b[0].shape), []).append((i, b))
         leaves = dict(self.params)
@@ -719,16 +776,21 @@ class BatchedTrainer:
         """Mean squared errors ``(len(idx),)`` of members ``idx`` on their batches."""
         from torch.func import functional_call, vmap
 
-        if len(idx) == 1:
-            p = {k: v[idx[0]] for k, v in params.items()}
-            xs, ys, xq, yq = batches[0]
-            pred = functional_call(self._base, p, (xs, ys, xq))
-            return torch.mean((pred - yq) ** 2)[None]
-        sel = torch.tensor(idx, device=self.device)
-        p = {k: v.index_select(0, sel) for k, v in params.items()}
-        xs, ys, xq, yq = (torch.stack(t) for t in zip(*batches, strict=True))
-        pred = vmap(lambda pp, a, b, c: functional_call(self._base, pp, (a, b, c)))(p, xs, ys, xq)
-        return torch.mean((pred - yq) ** 2, dim=1)
+        # the batches were validated once, by prompts_to_torch: the models skip their input checks
+        # (which could not run under vmap either)
+        with inputs_checked():
+            if len(idx) == 1:
+                p = {k: v[idx[0]] for k, v in params.items()}
+                xs, ys, xq, yq = batches[0]
+                pred = functional_call(self._base, p, (xs, ys, xq))
+                return torch.mean((pred - yq) ** 2)[None]
+            sel = torch.tensor(idx, device=self.device)
+            p = {k: v.index_select(0, sel) for k, v in params.items()}
+            xs, ys, xq, yq = (torch.stack(t) for t in zip(*batches, strict=True))
+            pred = vmap(lambda pp, a, b, c: functional_call(self._base, pp, (a, b, c)))(
+                p, xs, ys, xq
+            )
+            return torch.mean((pred - yq) ** 2, dim=1)
 
     @torch.no_grad()
     def _adam(self, active, grads) -> None:
@@ -872,9 +934,15 @@ def converged_at(val_mse, change_se) -> bool:
     blocks passed for converged after 2,000 steps, and one of them then fell from 0.402 to 0.264 by
     4,000. No criterion tells a long plateau from the end of training; the records keep every curve.
     """
-    if len(val_mse) < 2 or not math.isfinite(change_se[-1]):
+    val_mse = as_array("val_mse", val_mse, 1)
+    # change_se is nan where the previous checkpoint's errors are not known (its first entry)
+    change_se = _raw_array("change_se", change_se).astype(np.float64, copy=False)
+    if change_se.ndim != 1:
+        raise ValueError(f"change_se must have 1 dimension, got shape {change_se.shape}")
+    finite_values("change_se (apart from its nan entries)", change_se[~np.isnan(change_se)])
+    if len(val_mse) < 2 or len(change_se) == 0 or not math.isfinite(change_se[-1]):
         return False
-    return abs(val_mse[-1] - val_mse[-2]) <= change_se[-1]  # an unchanged run: 0 <= 0
+    return bool(abs(val_mse[-1] - val_mse[-2]) <= change_se[-1])  # an unchanged run: 0 <= 0
 
 
 def check_steps(first_check: int, max_steps: int) -> list[int]:
@@ -938,6 +1006,10 @@ def train_to_convergence(
     """
     if not isinstance(trainer, BatchedTrainer):
         raise TypeError(f"trainer must be a BatchedTrainer, got {type(trainer).__name__}")
+    if not isinstance(val_prompts, dict):
+        raise ArgumentTypeError(
+            f"val_prompts must be a dict {{member name: Prompts}}, got {type(val_prompts).__name__}"
+        )
     names = [m.name for m in trainer.members]
     missing = [n for n in names if n not in val_prompts]
     if missing:

@@ -1542,6 +1542,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the spec runs one seed: SweepResult documents 'nan for one seed' (no spread to estimate), "
         "and the stored tables read it that way"
     ),
+    ("studies.make_sampler", "context_len", "None"): (
+        "not a bad input: None is make_sampler's documented default (the run's own context_len, "
+        "what members() and validation_prompts() use); every other value is validated as an integer "
+        ">= 0"
+    ),
+    ("train.converged_at", "change_se", "nan entry"): (
+        "not a bad input: ConvergenceRecord.change_se is documented as nan where the previous "
+        "checkpoint's errors are not known, which is always its first entry (the entry this probe "
+        "sets); converged_at refuses inf and reads only the last entry (nan there: not converged)"
+    ),
 }
 
 # Specs of modules this suite's owner may not edit (icl_book/attention/, train.py, studies.py:
@@ -1553,50 +1563,8 @@ _GRADING = "icl_book/checks.py belongs to the grading issue"
 OWNED_ELSEWHERE: dict[str, str] = {
     **{
         name: _TRAINING
-        for name in (
-            "attention.DeepBCDWeights",
-            "attention.DeepTransformer",
-            "attention.DeepTransformer.forward",
-            "attention.GLUFeedForward",
-            "attention.GLUFeedForward.forward",
-            "attention.GLULSABlockWeights",
-            "attention.LearnedBCD",
-            "attention.LearnedBCD.forward",
-            "attention.LinearSelfAttention",
-            "attention.TransformerBlock",
-            "attention.TransformerBlock.forward",
-            "attention.deep_forward",
-            "attention.gd_lsa_weights",
-            "attention.glu_embed_prompts",
-            "attention.glu_lsa_block_weights",
-            "attention.glu_token_layout",
-            "attention.glu_update",
-            "attention.layers.bcd_steps",
-            "attention.layers.embed",
-            "attention.layers.glu",
-            "attention.layers.lsa",
-            "attention.layers.readout",
-            "attention.lsa_query_readout",
-            "attention.lsa_tokens",
-            "attention.lsa_update",
-            "attention.quadratic_feature_pairs",
-            "studies.Cohort",
-            "studies.RunSpec",
-            "studies.build_model",
-            "studies.load_study",
-            "studies.make_sampler",
-            "studies.members",
-            "studies.select_runs",
-            "studies.study_arrays",
-            "studies.study_trainer",
-            "studies.validation_prompts",
-            "train.BatchedTrainer",
-            "train.Member",
-            "train.converged_at",
-            "train.prompts_to_torch",
-            "train.train_in_context",
-            "train.train_to_convergence",
-        )
+        # none left: every finding of attention/, train.py and studies.py is fixed (issue 35)
+        for name in ()
     },
     **{
         name: _GRADING

@@ -7,10 +7,60 @@ built alike are identical); an ``init_scale`` of 0 gives all-zero weights and ne
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import nn
 
-from .._validate import ArgumentTypeError, nonnegative_float
+from .._validate import ArgumentTypeError, as_tensor, nonnegative_float
+
+# > 0 inside inputs_checked(): the forward passes then skip their input checks
+_CHECKED = [0]
+
+
+@contextlib.contextmanager
+def inputs_checked():
+    """Inputs already validated: the modules' forward passes skip their checks inside this block.
+
+    :mod:`icl_book.train` validates every batch once (``prompts_to_torch``: real, finite, shapes) and
+    runs the models inside it, so a training step pays for no second check, and the models run under
+    :func:`torch.func.vmap`, where a data-dependent check (``isfinite(...).all()``) cannot run. A
+    module whose forward pass has validated its inputs runs its layers inside it too.
+    """
+    _CHECKED[0] += 1
+    try:
+        yield
+    finally:
+        _CHECKED[0] -= 1
+
+
+def prompt_tensors(xs, ys, x_query, *, dim: int, dtype, device):
+    """``xs (B, N, dim)``, ``ys (B, N)``, ``x_query (B, dim)`` as tensors of ``dtype`` on ``device``.
+
+    Validated as :func:`~icl_book._validate.as_tensor` does (real, finite; NumPy arrays or tensors),
+    except inside :func:`inputs_checked`, where they are only converted (as ``torch.as_tensor``, the
+    same numbers); their shapes are always checked.
+    """
+    if _CHECKED[0]:
+        xs, ys, x_query = (
+            torch.as_tensor(a, dtype=dtype, device=device) for a in (xs, ys, x_query)
+        )
+    else:
+        xs = as_tensor("xs", xs, dtype=dtype, device=device, ndim=3)
+        ys = as_tensor("ys", ys, dtype=dtype, device=device, ndim=2)
+        x_query = as_tensor("x_query", x_query, dtype=dtype, device=device, ndim=2)
+    if xs.ndim != 3:
+        raise ValueError(f"xs must have shape (B, N, {dim}), got {tuple(xs.shape)}")
+    b, n, d = xs.shape
+    if d != dim or min(b, n) < 1:
+        raise ValueError(f"xs must have shape (B, N, {dim}) with B, N >= 1, got {tuple(xs.shape)}")
+    if tuple(ys.shape) != (b, n):
+        raise ValueError(f"ys must have shape (B, N) = {(b, n)} to match xs, got {tuple(ys.shape)}")
+    if tuple(x_query.shape) != (b, d):
+        raise ValueError(
+            f"x_query must have shape (B, d) = {(b, d)} to match xs, got {tuple(x_query.shape)}"
+        )
+    return xs, ys, x_query
 
 
 def check_generator(generator, init_scale: float) -> torch.Generator | None:

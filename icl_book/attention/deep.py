@@ -43,6 +43,8 @@ import torch
 from torch import nn
 
 from .._validate import (
+    ArgumentTypeError,
+    _describe,
     as_array,
     check_prompt_shapes,
     choice,
@@ -60,14 +62,16 @@ from ..features import (
     recurrence_coefficient,
 )
 from . import layers
+from ._params import inputs_checked, prompt_tensors
 from .glu import (
     GLUFeedForward,
     GLULSABlockWeights,
     TransformerBlock,
+    _check_weights,
+    _glu_update,
     glu_embed_prompts,
-    glu_update,
 )
-from .lsa import lsa_update
+from .lsa import _lsa_update
 
 #: Largest feature space (number of features ``F``) that :func:`bcd_schedule` plans. Measured on a
 #: loaded 2-core machine, the plan costs about ``F²/S`` steps: 1 s for ``d = 12, p = 4`` (``F = 1819``)
@@ -403,6 +407,34 @@ class DeepBCDWeights:
     n_cycles: int
     kind: str
 
+    def __post_init__(self):
+        # validation only: the fields are kept as given
+        for name, kind in (
+            ("layers", GLULSABlockWeights),
+            ("feature_blocks", FeatureBlock),
+            ("schedule", tuple),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or not all(isinstance(v, kind) for v in value):
+                raise ArgumentTypeError(
+                    f"{name} must be a tuple of {kind.__name__} (as deep_bcd_weights builds it), "
+                    f"got {_describe(value)}"
+                )
+        if not self.layers:
+            raise ValueError("layers must hold at least one GLULSABlockWeights, got none")
+        dim = positive_int("dim", self.dim)
+        size_limit("dim", 2 * (dim + 3) ** 2, what="weights")  # width >= dim + 3
+        integer("degree", self.degree, minimum=1, maximum=MAX_PLAN_DEGREE)
+        width = positive_int("width", self.width, minimum=dim + 3)
+        widths = {np.shape(layer.w_kq)[0] if np.ndim(layer.w_kq) else None for layer in self.layers}
+        if widths != {width}:
+            raise ValueError(
+                f"width must be the layers' token width {sorted(widths, key=str)}, got {width}"
+            )
+        positive_float("eta", self.eta)
+        positive_int("n_cycles", self.n_cycles)
+        choice("kind", self.kind, FEATURE_KINDS)
+
     @property
     def depth(self) -> int:
         """Number of layers (blocks) of the stack."""
@@ -604,6 +636,10 @@ def deep_forward(tokens, layers) -> np.ndarray:
     z = as_array("tokens", tokens)
     if z.ndim != 3 or z.shape[2] < 2:
         raise ValueError(f"tokens must have shape (B, D, N+1) with N >= 1, got {z.shape}")
+    if not isinstance(layers, (tuple, list)):
+        raise ArgumentTypeError(
+            f"layers must be a sequence of GLULSABlockWeights, got {type(layers).__name__}"
+        )
     for i, layer in enumerate(layers):
         if not isinstance(layer, GLULSABlockWeights):
             raise TypeError(f"layers[{i}] must be a GLULSABlockWeights, got {type(layer).__name__}")
@@ -611,7 +647,8 @@ def deep_forward(tokens, layers) -> np.ndarray:
             raise ValueError(
                 f"layers[{i}] has width {layer.w_kq.shape[0]}, tokens have D = {z.shape[1]}"
             )
-        z = lsa_update(glu_update(z, layer.w1, layer.w2, layer.w3), layer.w_kq, layer.w_pv)
+        w1, w2, w3, w_kq, w_pv, _, _ = _check_weights(layer)
+        z = _lsa_update(_glu_update(z, w1, w2, w3), w_kq, w_pv)
     return z
 
 
@@ -701,9 +738,16 @@ class DeepTransformer(nn.Module):
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
+        size_limit("dim", 2 * (self.dim + 2) ** 2, what="weights")  # width >= dim + 2
         self.width = positive_int("width", width, minimum=self.dim + 2)
         self.depth = positive_int("depth", depth)
         hidden = 2 * self.width if hidden_dim is None else positive_int("hidden_dim", hidden_dim)
+        size_limit(
+            "width, depth and hidden_dim",
+            self.depth * self.width * (2 * self.width + 3 * hidden),
+            what="weights",
+        )
+        zero_init_residual = flag("zero_init_residual", zero_init_residual)
         label_norm = flag("label_norm", label_norm)  # NumPy booleans too
         self.label_norm = label_norm
         if output_bound is not None:
@@ -760,13 +804,16 @@ class DeepTransformer(nn.Module):
         With ``label_norm``: ``ŷ = s · u``, ``u = model(xs, ys / s, x_query)``, ``s = (mean_i y_i² + 1e-12)^{1/2}``;
         with ``output_bound = b`` also: ``ŷ = s · b · tanh(u / b)``.
         """
-        if not self.label_norm:
-            return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
         p = self.blocks[0].w_kq
-        ys = torch.as_tensor(ys, dtype=p.dtype, device=p.device)
-        scale = torch.sqrt((ys**2).mean(dim=1) + 1e-12)
-        z = self.blocks[0].embed(xs, ys / scale[:, None], x_query)
-        u = -self.forward_tokens(z)[:, -1, -1]
+        xs, ys, x_query = prompt_tensors(
+            xs, ys, x_query, dim=self.dim, dtype=p.dtype, device=p.device
+        )
+        with inputs_checked():  # validated once here, not again in every block
+            if not self.label_norm:
+                return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
+            scale = torch.sqrt((ys**2).mean(dim=1) + 1e-12)
+            z = self.blocks[0].embed(xs, ys / scale[:, None], x_query)
+            u = -self.forward_tokens(z)[:, -1, -1]
         if self.output_bound is not None:
             u = self.output_bound * torch.tanh(u / self.output_bound)
         return scale * u
@@ -818,6 +865,9 @@ class LearnedBCD(nn.Module):
         self.depth = positive_int("depth", depth)
         self.construction = deep_bcd_weights(dim, degree, width, eta0, 1, kind=kind)
         self.dim, self.width = self.construction.dim, self.construction.width
+        # one (m, m) step matrix per layer: refused before the layers are built
+        m = max(len(f) for f, _ in self.construction.schedule)
+        size_limit("depth", self.depth * m * m, what="parameters")
         n_writers = min(self.depth, len(self.construction.layers))
         # The construction's feature writers, frozen: GLU layers whose weights are not trained.
         self.writers = nn.ModuleList()
@@ -841,26 +891,12 @@ class LearnedBCD(nn.Module):
         s0 = self.dim + 1
         out = []
         ref = self.writers[0].w1
-        xs, ys, x_query = (
-            torch.as_tensor(a, dtype=ref.dtype, device=ref.device) for a in (xs, ys, x_query)
+        xs, ys, x_query = prompt_tensors(
+            xs, ys, x_query, dim=self.dim, dtype=ref.dtype, device=ref.device
         )
-        if (
-            xs.ndim != 3
-            or xs.shape[2] != self.dim
-            or ys.shape != xs.shape[:2]
-            or x_query.shape
-            != (
-                xs.shape[0],
-                self.dim,
-            )
-        ):
-            raise ValueError(
-                f"xs, ys, x_query must have shapes (B, N, {self.dim}), (B, N), (B, {self.dim}), got "
-                f"{tuple(xs.shape)}, {tuple(ys.shape)}, {tuple(x_query.shape)}"
-            )
-        with torch.no_grad():
+        with torch.no_grad(), inputs_checked():
             # [x; 1; scratch; y = 0]: the GLUs never read y
-            z = layers.embed(
+            z = layers._embed(
                 xs,
                 torch.zeros_like(ys),
                 x_query,
@@ -882,4 +918,4 @@ class LearnedBCD(nn.Module):
             for layer, phi in ((t, feats[t % self.n_writers]) for t in range(self.depth))
             if phi.shape[-1] > 0  # a layer that only writes carriers does nothing
         )
-        return layers.bcd_steps(r, r.new_zeros(r.shape[0]), steps)[1]
+        return layers._bcd_steps(r, r.new_zeros(r.shape[0]), steps)[1]

@@ -35,17 +35,24 @@ from torch import nn
 
 from .._validate import (
     as_array,
+    as_tensor,
     check_prompt_shapes,
     finite_float,
     flag,
     nonnegative_float,
     nonnegative_int,
     positive_int,
+    size_limit,
 )
 from ..features import feature_map
 from . import layers
-from ._params import check_generator, initial_parameter
-from .lsa import lsa_query_readout, lsa_tokens, lsa_update
+from ._params import (
+    _CHECKED,
+    check_generator,
+    initial_parameter,
+    prompt_tensors,
+)
+from .lsa import _lsa_update, _query_readout
 
 __all__ = [
     "GLULSABlockWeights",
@@ -99,6 +106,7 @@ def quadratic_feature_pairs(dim: int) -> list[tuple[int, int]]:
     ``[(0, 0), (0, 1), …, (0, d−1), (1, 1), …, (d−1, d−1)]``: ``d(d+1)/2`` pairs.
     """
     dim = positive_int("dim", dim)
+    size_limit("dim", dim * (dim + 1) // 2, what="pairs")
     return [(j, k) for j in range(dim) for k in range(j, dim)]
 
 
@@ -140,7 +148,7 @@ def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> Toke
     """
     dim = positive_int("dim", dim)
     n_scratch = nonnegative_int("n_scratch", n_scratch)
-    c = 1 if constant else 0
+    c = 1 if flag("constant", constant) else 0
     return TokenLayout(
         x=slice(0, dim),
         const=slice(dim, dim + c),
@@ -175,6 +183,8 @@ def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> 
         slots and ``W^{PV}`` is zero except ``−η`` at the ``(y, y)`` entry.
     """
     dim = positive_int("dim", dim)
+    # D = d + 2 + d(d+1)/2: the two (D, D) matrices, refused before any pair is enumerated
+    size_limit("dim", 2 * (dim + 2 + dim * (dim + 1) // 2) ** 2, what="weight entries")
     eta = finite_float("eta", eta)
     if features not in _FEATURES:
         raise ValueError(f"features must be one of {_FEATURES}, got {features!r}")
@@ -230,9 +240,10 @@ def _check_weights(weights) -> GLULSABlockWeights:
             f"got {w1.shape}, {w2.shape}, {w3.shape}"
         )
     dim = positive_int("weights.dim", weights.dim)
-    if big_d < dim + int(bool(weights.constant)) + 1:
+    if big_d < dim + int(flag("weights.constant", weights.constant)) + 1:
         raise ValueError(f"token width D = {big_d} is too small for dim = {dim}")
-    return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, bool(weights.constant))
+    constant = flag("weights.constant", weights.constant)
+    return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, constant)
 
 
 def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True) -> np.ndarray:
@@ -242,8 +253,8 @@ def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True)
     ``constant=False``): the column view of :func:`icl_book.attention.layers.embed`.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    glu_token_layout(xs.shape[2], n_scratch, constant=constant)  # validates n_scratch
-    z = layers.embed(xs, ys, x_query, n_scratch=n_scratch, constant=constant)
+    glu_token_layout(xs.shape[2], n_scratch, constant=constant)  # validates n_scratch, constant
+    z = layers.embed(xs, ys, x_query, n_scratch=n_scratch, constant=constant)  # size checked
     return z.swapaxes(-1, -2)
 
 
@@ -258,16 +269,35 @@ def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
         raise ValueError(
             f"tokens must have shape (B, D = {w_kq.shape[0]}, N+1 >= 2), got {z.shape}"
         )
-    return lsa_update(glu_update(z, w1, w2, w3), w_kq, w_pv)
+    return _lsa_update(_glu_update(z, w1, w2, w3), w_kq, w_pv)
 
 
 def glu_update(z: np.ndarray, w1: np.ndarray, w2: np.ndarray, w3: np.ndarray) -> np.ndarray:
     """The bilinear GLU on every column token of ``z (B, D, N+1)``: ``z + W_3 [(W_1 z) ⊙ (W_2 z)]``.
 
     The column view of :func:`icl_book.attention.layers.glu` (the one implementation, which
-    :class:`GLUFeedForward` runs too); no validation, callers validate.
+    :class:`GLUFeedForward` runs too). ``w1, w2 (H, D)``, ``w3 (D, H)``.
     """
-    return layers.glu(z.swapaxes(-1, -2), w1, w2, w3).swapaxes(-1, -2)
+    z = as_array("z", z, 3)
+    if min(z.shape) < 1:
+        raise ValueError(f"z must have shape (B, D, N+1) with B, D, N+1 >= 1, got {z.shape}")
+    d = z.shape[1]
+    w1 = as_array("w1", w1, 2)
+    h = w1.shape[0]
+    if w1.shape != (h, d) or h < 1:
+        raise ValueError(f"w1 must have shape (H, D) = (H, {d}) with H >= 1, got {w1.shape}")
+    w2, w3 = as_array("w2", w2, 2), as_array("w3", w3, 2)
+    for name, w, shape in (("w2", w2, (h, d)), ("w3", w3, (d, h))):
+        if w.shape != shape:
+            raise ValueError(
+                f"{name} must have shape {shape} to match w1 {w1.shape}, got {w.shape}"
+            )
+    return _glu_update(z, w1, w2, w3)
+
+
+def _glu_update(z, w1, w2, w3):
+    """:func:`glu_update` without validation (its callers validate)."""
+    return layers._glu(z.swapaxes(-1, -2), w1, w2, w3).swapaxes(-1, -2)
 
 
 def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.ndarray:
@@ -334,6 +364,7 @@ class GLUFeedForward(nn.Module):
         super().__init__()
         self.embed_dim = positive_int("embed_dim", embed_dim)
         self.hidden_dim = positive_int("hidden_dim", hidden_dim)
+        size_limit("embed_dim * hidden_dim", 3 * self.embed_dim * self.hidden_dim, what="weights")
         scale = (
             1 / np.sqrt(self.embed_dim)
             if init_scale is None
@@ -345,12 +376,18 @@ class GLUFeedForward(nn.Module):
         self.w3 = _param((self.embed_dim, self.hidden_dim), scale, generator, dtype, device)
 
     def forward(self, e: torch.Tensor) -> torch.Tensor:
-        """``e + ((e W_1ᵀ) ⊙ (e W_2ᵀ)) W_3ᵀ`` for tokens ``e`` of shape ``(..., D)``."""
+        """``e + ((e W_1ᵀ) ⊙ (e W_2ᵀ)) W_3ᵀ`` for tokens ``e`` of shape ``(..., D)`` (a tensor or a NumPy
+        array, converted to the layer's dtype and device)."""
+        if not _CHECKED[0]:
+            p = self.w1
+            e = as_tensor("e", e, dtype=p.dtype, device=p.device)
+            if e.ndim < 1:
+                raise ValueError(f"e must have shape (..., D = {self.embed_dim}), got a scalar")
         if e.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"e must have last dimension D = {self.embed_dim}, got shape {tuple(e.shape)}"
             )
-        return layers.glu(e, self.w1, self.w2, self.w3)
+        return layers._glu(e, self.w1, self.w2, self.w3)
 
     @torch.no_grad()
     def load_numpy(self, w1, w2, w3) -> GLUFeedForward:
@@ -414,6 +451,11 @@ class TransformerBlock(nn.Module):
         self.embed_dim = glu_token_layout(
             self.dim, self.n_scratch, constant=self.constant
         ).embed_dim
+        size_limit(
+            "dim + n_scratch (the token width D) with hidden_dim",
+            self.embed_dim * (2 * self.embed_dim + 3 * hidden_dim),
+            what="weights",
+        )
         scale = (
             1 / np.sqrt(self.embed_dim)
             if init_scale is None
@@ -441,17 +483,10 @@ class TransformerBlock(nn.Module):
         ``scratch=False`` leaves out the (zero) scratch coordinates: ``(B, N+1, d + c + 1)``.
         """
         p = self.w_kq
-        xs, ys, x_query = (
-            torch.as_tensor(a, dtype=p.dtype, device=p.device) for a in (xs, ys, x_query)
+        xs, ys, x_query = prompt_tensors(
+            xs, ys, x_query, dim=self.dim, dtype=p.dtype, device=p.device
         )
-        if xs.ndim != 3 or ys.shape != xs.shape[:2] or x_query.shape != (xs.shape[0], xs.shape[2]):
-            raise ValueError(
-                "xs, ys, x_query must have shapes (B, N, d), (B, N), (B, d), got "
-                f"{tuple(xs.shape)}, {tuple(ys.shape)}, {tuple(x_query.shape)}"
-            )
-        if xs.shape[2] != self.dim:
-            raise ValueError(f"xs must have d = {self.dim}, got {xs.shape[2]}")
-        return layers.embed(
+        return layers._embed(
             xs, ys, x_query, n_scratch=self.n_scratch if scratch else 0, constant=self.constant
         )
 
@@ -461,9 +496,11 @@ class TransformerBlock(nn.Module):
             raise ValueError(
                 f"z must have last dimension D = {self.embed_dim}, got {tuple(z.shape)}"
             )
+        if z.shape[-2] - n_queries < 1:
+            raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
         if self.glu is not None:
             z = self.glu(z)
-        return lsa_tokens(z, self.w_kq, self.w_pv, n_queries)
+        return layers._lsa(z, self.w_kq, self.w_pv, n_queries=n_queries)
 
     def forward(self, xs, ys, x_query) -> torch.Tensor:
         """Predictions ``ŷ = −(query's y slot after the block)``, shape ``(B,)``.
@@ -477,7 +514,7 @@ class TransformerBlock(nn.Module):
         if self.glu is None:
             z = self.embed(xs, ys, x_query)
             ctx, zq = z[:, :-1, :], z[:, -1, :]
-            return -(zq[:, -1] + lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
+            return -(zq[:, -1] + _query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
         zk = self.embed(xs, ys, x_query, scratch=False)  # (B, T, d + c + 1): the non-zero part
         s0 = self.dim + int(self.constant)
         keep = [*range(s0), self.embed_dim - 1]  # where those coordinates sit in a token

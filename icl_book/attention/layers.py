@@ -27,7 +27,47 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._validate import (
+    ArgumentTypeError,
+    as_array,
+    as_tensor,
+    flag,
+    integer,
+    nonnegative_int,
+    size_limit,
+)
+
 __all__ = ["embed", "lsa", "glu", "readout", "bcd_steps"]
+
+# The public functions validate their arguments and call the private ones (``_lsa`` ...), which the
+# torch modules run on every training step (inside ``torch.func.vmap``, where data-dependent checks are
+# impossible): the modules validate their inputs once, where they enter.
+
+
+def _checked(name: str, value, like, ndim: int | None = None):
+    """``value`` validated as :func:`~icl_book._validate.as_array` does (real, finite) and of the kind of
+    ``like`` (the tokens): a tensor of ``like``'s floating dtype and device, or a NumPy array (floating
+    arrays are kept as they are, others become float64)."""
+    if isinstance(like, torch.Tensor):
+        dtype = like.dtype if like.is_floating_point() else torch.float64
+        return as_tensor(name, value, dtype=dtype, device=like.device, ndim=ndim)
+    arr = as_array(name, value, ndim)
+    return value if isinstance(value, np.ndarray) and value.dtype.kind == "f" else arr
+
+
+def _tokens(name: str, z):
+    """Row tokens ``(..., T, D)`` with ``T, D >= 1``: a tensor stays a tensor, anything else NumPy."""
+    z = _checked(name, z, z)
+    if z.ndim < 2 or min(z.shape[-2:]) < 1:
+        raise ValueError(f"{name} must have shape (..., T, D) with T, D >= 1, got {tuple(z.shape)}")
+    return z
+
+
+def _matrix(name: str, value, like, shape: tuple[int, int], what: str = "z"):
+    w = _checked(name, value, like, 2)
+    if tuple(w.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape} to match {what}, got {tuple(w.shape)}")
+    return w
 
 
 def _t(a):
@@ -38,9 +78,30 @@ def _t(a):
 def embed(xs, ys, x_query, *, n_scratch: int = 0, constant: bool = False):
     """Row tokens ``(..., N+1, D)`` of prompts: ``[x_i; 1; 0 (n_scratch); y_i]``, the query last with ``y = 0``.
 
-    ``xs (..., N, d)``, ``ys (..., N)``, ``x_query (..., d)``: NumPy arrays or torch tensors (of one
-    kind and dtype). ``D = d + constant + n_scratch + 1``. No validation: callers validate.
+    ``xs (..., N, d)``, ``ys (..., N)``, ``x_query (..., d)``: NumPy arrays or torch tensors (of the
+    kind of ``xs``). ``D = d + constant + n_scratch + 1``.
     """
+    xs = _checked("xs", xs, xs)
+    if xs.ndim < 2 or min(xs.shape[-2:]) < 1:
+        raise ValueError(f"xs must have shape (..., N, d) with N, d >= 1, got {tuple(xs.shape)}")
+    lead, n, d = tuple(xs.shape[:-2]), xs.shape[-2], xs.shape[-1]
+    ys = _checked("ys", ys, xs)
+    if tuple(ys.shape) != (*lead, n):
+        raise ValueError(f"ys must have shape {(*lead, n)} to match xs, got {tuple(ys.shape)}")
+    x_query = _checked("x_query", x_query, xs)
+    if tuple(x_query.shape) != (*lead, d):
+        raise ValueError(
+            f"x_query must have shape {(*lead, d)} to match xs, got {tuple(x_query.shape)}"
+        )
+    n_scratch = nonnegative_int("n_scratch", n_scratch)
+    constant = flag("constant", constant)
+    # the tokens' entries, refused before anything is allocated
+    size_limit("n_scratch", int(np.prod(lead, dtype=object)) * (n + 1) * (d + n_scratch + 2))
+    return _embed(xs, ys, x_query, n_scratch=n_scratch, constant=constant)
+
+
+def _embed(xs, ys, x_query, *, n_scratch: int = 0, constant: bool = False):
+    """:func:`embed` without validation (the modules validate their inputs where they enter)."""
     if isinstance(xs, torch.Tensor):
         cat, zeros, ones = torch.cat, xs.new_zeros, xs.new_ones
     else:
@@ -71,6 +132,19 @@ def lsa(z, w_kq, w_pv, *, n_queries: int = 1, queries_only: bool = False):
     ``z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i ≤ N} z_i z_iᵀ`` over the ``N = T − n_queries``
     context tokens: queries are never keys or values.
     """
+    z = _tokens("z", z)
+    t, d = z.shape[-2:]
+    w_kq = _matrix("w_kq", w_kq, z, (d, d))
+    w_pv = _matrix("w_pv", w_pv, z, (d, d))
+    n_queries = integer("n_queries", n_queries, minimum=1, maximum=max(t - 1, 1))
+    if t - n_queries < 1:
+        raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
+    queries_only = flag("queries_only", queries_only)
+    return _lsa(z, w_kq, w_pv, n_queries=n_queries, queries_only=queries_only)
+
+
+def _lsa(z, w_kq, w_pv, *, n_queries: int = 1, queries_only: bool = False):
+    """:func:`lsa` without validation."""
     n = z.shape[-2] - n_queries
     ctx = z[..., :n, :]
     cov = _t(ctx) @ ctx / n  # (..., D, D)
@@ -86,11 +160,28 @@ def glu(z, w1, w2, w3):
 
     ``w1, w2 (H, D)``, ``w3 (D, H)``.
     """
+    z = _tokens("z", z)
+    d = z.shape[-1]
+    w1 = _checked("w1", w1, z, 2)
+    h = w1.shape[0]
+    if tuple(w1.shape) != (h, d) or h < 1:
+        raise ValueError(f"w1 must have shape (H, D) = (H, {d}) with H >= 1, got {tuple(w1.shape)}")
+    w2 = _matrix("w2", w2, z, (h, d), "z and w1")
+    w3 = _matrix("w3", w3, z, (d, h), "z and w1")
+    return _glu(z, w1, w2, w3)
+
+
+def _glu(z, w1, w2, w3):
+    """:func:`glu` without validation."""
     return z + ((z @ _t(w1)) * (z @ _t(w2))) @ _t(w3)
 
 
 def readout(z):
     """The prediction from row tokens ``(..., T, D)``: ``−z[..., −1, −1]`` (the last token's ``y`` slot)."""
+    return _readout(_tokens("z", z))
+
+
+def _readout(z):
     return -z[..., -1, -1]
 
 
@@ -114,6 +205,46 @@ def bcd_steps(r, pred, steps):
         ``ŷ ← ŷ + φ(x_q)ᵀ Γᵀ g``: one preconditioned GD step on the block's coordinates of
         ``L(θ) = (1/2N) Σ_i (θᵀφ(x_i) − y_i)²``.
     """
+    r = _checked("r", r, r)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"r must have shape (..., N) with N >= 1, got {tuple(r.shape)}")
+    lead, n = tuple(r.shape[:-1]), r.shape[-1]
+    pred = _checked("pred", pred, r)
+    if tuple(pred.shape) != lead:
+        raise ValueError(f"pred must have shape {lead} to match r, got {tuple(pred.shape)}")
+    try:
+        steps = list(steps)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"steps must be an iterable of (phi, phi_q, gamma), got {type(steps).__name__}"
+        ) from None
+    checked, seen = [], {}
+    for k, step in enumerate(steps):
+        if id(step) in seen:  # a cycle repeats the same steps: each is validated once
+            checked.append(seen[id(step)])
+            continue
+        if not isinstance(step, (tuple, list)) or len(step) != 3:
+            raise ArgumentTypeError(
+                f"steps[{k}] must be a triple (phi, phi_q, gamma), got {step!r}"[:200]
+            )
+        phi = _checked(f"steps[{k}] phi", step[0], r)
+        m = phi.shape[-1] if phi.ndim else 0
+        if tuple(phi.shape) != (*lead, n, m) or m < 1:
+            raise ValueError(
+                f"steps[{k}] phi must have shape {(*lead, n)} + (m,) with m >= 1, got {tuple(phi.shape)}"
+            )
+        phi_q = _checked(f"steps[{k}] phi_q", step[1], r)
+        if tuple(phi_q.shape) != (*lead, m):
+            raise ValueError(
+                f"steps[{k}] phi_q must have shape {(*lead, m)}, got {tuple(phi_q.shape)}"
+            )
+        gamma = _matrix(f"steps[{k}] gamma", step[2], r, (m, m), f"steps[{k}] phi")
+        checked.append(seen.setdefault(id(step), (phi, phi_q, gamma)))
+    return _bcd_steps(r, pred, checked)
+
+
+def _bcd_steps(r, pred, steps):
+    """:func:`bcd_steps` without validation."""
     for phi, phi_q, gamma in steps:
         n = phi.shape[-2]
         g = (r[..., None, :] @ phi)[..., 0, :] / n  # (..., m)

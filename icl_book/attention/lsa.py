@@ -38,10 +38,11 @@ from .._validate import (
     check_prompt_shapes,
     finite_float,
     positive_int,
+    size_limit,
     square_matrix,
 )
 from . import layers
-from ._params import initial_parameter
+from ._params import initial_parameter, prompt_tensors
 
 __all__ = [
     "token_matrix",
@@ -101,7 +102,7 @@ def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
             f"Z must have shape (B, d+1, N+1) or (d+1, N+1) with d, N >= 1, got {Z.shape}"
         )
     w_kq, w_pv = _weights(w_kq, w_pv, Z.shape[1] - 1)
-    out = lsa_update(Z, w_kq, w_pv)
+    out = _lsa_update(Z, w_kq, w_pv)
     return out[0] if single else out
 
 
@@ -110,9 +111,18 @@ def lsa_update(z: np.ndarray, w_kq: np.ndarray, w_pv: np.ndarray) -> np.ndarray:
 
     The column-token view of :func:`icl_book.attention.layers.lsa` (the one implementation of the layer,
     which the torch modules run too); the last column is the query, which ``M = diag(I_N, 0)`` keeps out
-    of the keys and values. No validation: the public callers validate.
+    of the keys and values. ``w_kq, w_pv (D, D)``.
     """
-    return layers.lsa(z.swapaxes(-1, -2), w_kq, w_pv).swapaxes(-1, -2)
+    z = as_array("z", z, 3)
+    if z.shape[1] < 1 or z.shape[2] < 2:
+        raise ValueError(f"z must have shape (B, D, N+1) with D >= 1, N >= 1, got {z.shape}")
+    w_kq, w_pv = _weights(w_kq, w_pv, z.shape[1] - 1)
+    return _lsa_update(z, w_kq, w_pv)
+
+
+def _lsa_update(z, w_kq, w_pv):
+    """:func:`lsa_update` without validation (its callers validate)."""
+    return layers._lsa(z.swapaxes(-1, -2), w_kq, w_pv).swapaxes(-1, -2)
 
 
 def lsa_query_readout(ctx, z_query, w_kq, w_pv_y):
@@ -121,8 +131,36 @@ def lsa_query_readout(ctx, z_query, w_kq, w_pv_y):
     ``ctx (B, N, D)`` are the context tokens, ``z_query (B, D)`` the query token and ``w_pv_y (D,)``
     the label row of ``W^{PV}``: the label entry of :func:`icl_book.attention.layers.lsa`'s update of the
     query alone, evaluated in ``O(B N D)`` without forming ``C`` (:class:`LinearSelfAttention` uses it;
-    ``tests/test_lsa.py`` checks it against the layer).
+    ``tests/test_lsa.py`` checks it against the layer). NumPy arrays are read as float64 tensors.
     """
+    like = ctx if isinstance(ctx, torch.Tensor) and ctx.is_floating_point() else None
+    kind = dict(
+        dtype=torch.float64 if like is None else like.dtype,
+        device="cpu" if like is None else like.device,
+    )
+    ctx = as_tensor("ctx", ctx, ndim=3, **kind)
+    b, n, d = ctx.shape
+    if min(b, n, d) < 1:
+        raise ValueError(f"ctx must have shape (B, N, D) with B, N, D >= 1, got {tuple(ctx.shape)}")
+    for name, value, shape in (
+        ("z_query", z_query, (b, d)),
+        ("w_kq", w_kq, (d, d)),
+        ("w_pv_y", w_pv_y, (d,)),
+    ):
+        t = as_tensor(name, value, ndim=len(shape), **kind)
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape} to match ctx, got {tuple(t.shape)}")
+        if name == "z_query":
+            z_query = t
+        elif name == "w_kq":
+            w_kq = t
+        else:
+            w_pv_y = t
+    return _query_readout(ctx, z_query, w_kq, w_pv_y)
+
+
+def _query_readout(ctx, z_query, w_kq, w_pv_y):
+    """:func:`lsa_query_readout` without validation (the modules validate their inputs)."""
     scores = ctx @ (z_query @ w_kq.T)[:, :, None]  # (B, N, 1): z_iᵀ W^{KQ} z_q
     return ((ctx @ w_pv_y) * scores[..., 0]).mean(dim=1)
 
@@ -131,10 +169,8 @@ def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
     """Linear self-attention on torch row tokens ``z (B, T, D)``; the last ``n_queries`` are queries.
 
     ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
-    context tokens: :func:`icl_book.attention.layers.lsa`, with its argument checked.
+    context tokens: :func:`icl_book.attention.layers.lsa`, which validates every argument.
     """
-    if z.shape[-2] - n_queries < 1:
-        raise ValueError(f"z must hold at least one context token besides {n_queries} queries")
     return layers.lsa(z, w_kq, w_pv, n_queries=n_queries)
 
 
@@ -166,6 +202,7 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarra
     np.float64(-0.5)
     """
     dim = positive_int("dim", dim)
+    size_limit("dim", 2 * (dim + 1) ** 2, what="weight entries")
     eta = finite_float("eta", eta)
     gamma = (
         np.eye(dim)
@@ -239,6 +276,7 @@ class LinearSelfAttention(torch.nn.Module):
     ):
         super().__init__()
         self.dim = positive_int("dim", dim)
+        size_limit("dim", 2 * (self.dim + 1) ** 2, what="weight entries")
         shape = (self.dim + 1, self.dim + 1)
         self.w_kq = initial_parameter(shape, init_scale, generator, dtype, device)
         self.w_pv = initial_parameter(shape, init_scale, generator, dtype, device)
@@ -266,26 +304,14 @@ class LinearSelfAttention(torch.nn.Module):
         """``ŷ (B,)`` for ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)`` (NumPy arrays or tensors of
         any float dtype, converted to the layer's dtype and device, as in the other modules)."""
         p = self.w_kq
-        xs, ys, x_query = (
-            as_tensor(n, a, dtype=p.dtype, device=p.device)
-            for n, a in (("xs", xs), ("ys", ys), ("x_query", x_query))
+        xs, ys, x_query = prompt_tensors(
+            xs, ys, x_query, dim=self.dim, dtype=p.dtype, device=p.device
         )
-        if xs.ndim != 3 or xs.shape[2] != self.dim:
-            raise ValueError(f"xs must have shape (B, N, {self.dim}), got {tuple(xs.shape)}")
-        b, n, _ = xs.shape
-        if tuple(ys.shape) != (b, n):
-            raise ValueError(
-                f"ys must have shape (B, N) = {(b, n)} to match xs, got {tuple(ys.shape)}"
-            )
-        if tuple(x_query.shape) != (b, self.dim):
-            raise ValueError(
-                f"x_query must have shape (B, d) = {(b, self.dim)} to match xs, got {tuple(x_query.shape)}"
-            )
         ctx = torch.cat([xs, ys[..., None]], dim=2)  # (B, N, d+1): the key/value tokens z_i
         zq = torch.cat(
             [x_query, torch.zeros_like(x_query[:, :1])], dim=1
         )  # (B, d+1): the query token
-        return -lsa_query_readout(ctx, zq, self.w_kq, self.w_pv[self.dim])
+        return -_query_readout(ctx, zq, self.w_kq, self.w_pv[self.dim])
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The current ``(w_kq, w_pv)`` as float64 NumPy arrays."""
