@@ -421,3 +421,14 @@ def test_trainer_arguments_are_named():
     for bad in (None, 3.0):
         with pytest.raises(TypeError, match="val_prompts"):
             train.train_to_convergence(trainer, bad, first_check=2, max_steps=4)
+
+
+def test_public_layers_still_run_under_vmap():
+    """The layers promise ``torch.func.vmap`` (one prompt, batched): their checks keep to dtypes and
+    shapes there, where a data-dependent check cannot run."""
+    from torch.func import vmap
+
+    z = torch.as_tensor(_TOK)
+    w = torch.as_tensor(_W)
+    assert torch.equal(vmap(lambda t: layers.lsa(t, w, -w))(z), layers.lsa(z, w, -w))
+    assert torch.equal(vmap(layers.readout)(z), layers.readout(z))

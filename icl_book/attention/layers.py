@@ -50,9 +50,23 @@ def _checked(name: str, value, like, ndim: int | None = None):
     arrays are kept as they are, others become float64)."""
     if isinstance(like, torch.Tensor):
         dtype = like.dtype if like.is_floating_point() else torch.float64
+        if _under_vmap(value):  # no data-dependent check can run there: dtype and shape only
+            if value.is_complex() or value.dtype == torch.bool:
+                raise ArgumentTypeError(f"{name} must be a real numeric array, got {value.dtype}")
+            if ndim is not None and value.dim() != ndim:
+                raise ValueError(
+                    f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}"
+                )
+            return value.to(dtype=dtype, device=like.device)
         return as_tensor(name, value, dtype=dtype, device=like.device, ndim=ndim)
     arr = as_array(name, value, ndim)
     return value if isinstance(value, np.ndarray) and value.dtype.kind == "f" else arr
+
+
+def _under_vmap(value) -> bool:
+    """Whether ``value`` is a tensor batched by :func:`torch.func.vmap` (per-sample view)."""
+    is_batched = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
+    return isinstance(value, torch.Tensor) and is_batched is not None and is_batched(value)
 
 
 def _tokens(name: str, z):
