@@ -31,6 +31,7 @@ from math import ceil, comb
 
 import numpy as np
 
+from . import _validate
 from .attention.glu import GLULSABlockWeights, glu_lsa_block_predict
 from .attention.lsa import lsa_forward, token_matrix
 from .estimators import (
@@ -179,14 +180,25 @@ class Passed:
         """Display nothing: the check already printed its one line."""
 
 
+def _text(name: str, value) -> str:
+    """A non-empty string argument of a check helper (a label or a hint), refused by name otherwise."""
+    if not isinstance(value, str) or not value:
+        raise _validate.ArgumentTypeError(
+            f"{name} must be a non-empty string, got {_validate._describe(value)}"
+        )
+    return value
+
+
 def passed(label: str) -> Passed:
     """Report a passed check: print one fixed line (which nbval compares) and return a truthy :class:`Passed`."""
+    label = _text("label", label)
     print(f"{label}: correct")
     return Passed(label)
 
 
 def call_answer(label: str, func, *args, **kwargs):
     """Call a student's function; any exception becomes a :class:`CheckFailed` naming the exercise."""
+    label = _text("label", label)
     if func is None:  # an answer variable still at its stub value
         raise NotAnswered(f"{label}: not implemented yet (your function is still None)")
     if not callable(func):
@@ -204,12 +216,26 @@ def call_answer(label: str, func, *args, **kwargs):
 
 
 def require_close(label: str, got, expected, *, rtol: float, atol: float, hint: str) -> None:
-    """Raise :class:`CheckFailed` with ``hint`` unless ``got`` matches ``expected`` (shape and values)."""
+    """Raise :class:`CheckFailed` with ``hint`` unless ``got`` matches ``expected`` (shape and values).
+
+    ``got`` is the student's answer (anything wrong with it is a :class:`CheckFailed`); the other
+    arguments are the check's own and are validated by name (a finite real ``expected``, tolerances
+    that are finite and >= 0, a non-empty label and hint).
+    """
+    label = _text("label", label)
+    hint = _text("hint", hint)
+    expected = _validate.as_array("expected", expected)
+    rtol = _validate.nonnegative_float("rtol", rtol)
+    atol = _validate.nonnegative_float("atol", atol)
     try:
-        got_arr = np.asarray(got, dtype=np.float64)
-    except (TypeError, ValueError):
+        got_arr = _validate.as_array("answer", got, allow_inf=True)
+    except ValueError as exc:
+        if "NaN" in str(exc):
+            raise CheckFailed(f"{label}: your answer contains NaN or inf") from None
         raise CheckFailed(f"{label}: expected numbers, got {type(got).__name__}") from None
-    exp_arr = np.asarray(expected, dtype=np.float64)
+    except TypeError:
+        raise CheckFailed(f"{label}: expected numbers, got {type(got).__name__}") from None
+    exp_arr = expected
     if got_arr.shape != exp_arr.shape:
         raise CheckFailed(f"{label}: expected shape {exp_arr.shape}, got {got_arr.shape}")
     if not np.all(np.isfinite(got_arr)):
@@ -446,6 +472,14 @@ def check_lsa_ex1(best_eta) -> Passed:
         (a @ a.T / 4 + 0.2 * np.eye(4), 7, 0.0),
         (np.diag([9.0, 0.01]), 1, 1.0),
     ]
+    drawn = _inputs_rng(label, 2024)
+    if drawn is not None:  # graded: fresh covariances, context lengths and noise levels
+        cases = []
+        for d in (int(drawn.integers(1, 6)), int(drawn.integers(2, 7)), 4):
+            b = drawn.standard_normal((d, d))
+            cov = b @ b.T / d + float(drawn.uniform(0.05, 0.5)) * np.eye(d)
+            cases.append((cov, int(drawn.integers(1, 40)), round(float(drawn.uniform(0, 2)), 3)))
+        cases.append((np.diag(drawn.uniform(0.01, 9.0, size=3)), 1, 0.0))
     for cov, n, s2 in cases:
         got = call_answer(label, best_eta, cov.copy(), n, s2)
         if np.ndim(got) != 0:
@@ -528,7 +562,12 @@ def check_lsa_ex4(
     ]
     if unanswered:  # the student edition sets both to None above the solution
         raise NotAnswered(f"{label}: not implemented yet ({' and '.join(unanswered)} still None)")
-    cov = np.asarray(input_cov, dtype=np.float64)
+    cov = _validate.as_array("input_cov", input_cov, 2)
+    if cov.shape[0] == 0:
+        raise ValueError(f"input_cov must be a non-empty (d, d) matrix, got shape {cov.shape}")
+    cov = _validate.covariance("input_cov", cov, cov.shape[0])
+    context_len = _validate.positive_int("context_len", context_len)
+    noise_var = _validate.nonnegative_float("noise_var", noise_var)
     expected = optimal_preconditioner(cov, context_len, noise_var)
     require_close(
         label,
@@ -654,8 +693,15 @@ def check_asymptotics_ex1(limit_error) -> Passed:
     """``limit_error(alpha, rho) -> float``: the τ, κ → ∞ limit of the ridgeless ``e_ICL``."""
 
     label = "asymptotics-ex1"
-    for alpha in (0.25, 1.0, 3.0, 20.0):
-        for rho in (0.0, 0.01, 0.5, 2.0):
+    alphas, rhos = (0.25, 1.0, 3.0, 20.0), (0.0, 0.01, 0.5, 2.0)
+    drawn = _inputs_rng(label, 0)
+    if drawn is not None:  # graded: fresh α (log-uniform on [0.2, 30]) and ρ (still one ρ = 0)
+        alphas = tuple(
+            round(float(x), 4) for x in np.exp(drawn.uniform(np.log(0.2), np.log(30), 4))
+        )
+        rhos = (0.0,) + tuple(round(float(x), 4) for x in drawn.uniform(0.005, 2.5, 3))
+    for alpha in alphas:
+        for rho in rhos:
             got = call_answer(label, limit_error, alpha, rho)
             if np.ndim(got) != 0:
                 raise CheckFailed(f"{label}: return one number, got shape {np.shape(got)}")
@@ -755,6 +801,12 @@ def check_asymptotics_ex4(simulate_icl) -> Passed:
 
     def answer(tau, seed):
         got = call_answer(label, simulate_icl, tau, rho, seed)
+        if got is None:
+            raise CheckFailed(f"{label}: your function returned None (a missing return?)")
+        try:
+            got = _validate.as_array("simulate_icl's output", got, allow_inf=True)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{label}: return one finite number, got {got!r}") from None
         if np.ndim(got) != 0 or not np.isfinite(got):
             raise CheckFailed(f"{label}: return one finite number, got {got!r}")
         return float(got)

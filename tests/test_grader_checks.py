@@ -137,3 +137,48 @@ def test_a_failed_check_shows_only_its_hint_in_ipython():
     text = out.getvalue()
     assert "Hint" in text
     assert "closed_form_coefficients" not in text and "checks.py" not in text, text
+
+
+def test_a_table_of_lsa_ex1_answers_passes_in_the_notebook_but_not_under_the_grader():
+    """Before: lsa-ex1's four (Λ, N, σ²) inputs were fixed and published: a table of four numbers
+    passed. Under the grader the covariances, context lengths and noise levels are drawn."""
+    from icl_book.estimators import best_one_step_eta
+
+    rng = np.random.default_rng(2024)
+    a = rng.standard_normal((4, 4))
+    published = [
+        (np.eye(3), 10, 0.5),
+        (np.diag([4.0, 2.0, 1.0, 0.5, 0.25]), 20, 0.1),
+        (a @ a.T / 4 + 0.2 * np.eye(4), 7, 0.0),
+        (np.diag([9.0, 0.01]), 1, 1.0),
+    ]
+    table = {(cov.tobytes(), n, s2): best_one_step_eta(cov, n, s2) for cov, n, s2 in published}
+
+    def looked_up(cov, n, s2):
+        return table.get((np.asarray(cov).tobytes(), n, s2), 0.5)
+
+    assert checks.check_lsa_ex1(looked_up)
+    for seed in range(20):
+        with checks._grading_inputs(seed) as drew, pytest.raises(checks.CheckFailed):
+            checks.check_lsa_ex1(looked_up)
+        assert drew == ["lsa-ex1"]
+        with checks._grading_inputs(seed):  # the honest answer passes on the drawn inputs
+            assert checks.check_lsa_ex1(best_one_step_eta)
+
+
+def test_a_table_of_asymptotics_ex1_answers_passes_in_the_notebook_but_not_under_the_grader():
+    """Before: asymptotics-ex1's 16 (α, ρ) inputs were fixed: a table of 16 numbers passed."""
+    from icl_book.theory import icl_error
+
+    table = {
+        (a, r): icl_error(a, np.inf, np.inf, r)
+        for a in (0.25, 1.0, 3.0, 20.0)
+        for r in (0.0, 0.01, 0.5, 2.0)
+    }
+    assert checks.check_asymptotics_ex1(_table(table))
+    for seed in range(20):
+        with checks._grading_inputs(seed) as drew, pytest.raises(checks.CheckFailed):
+            checks.check_asymptotics_ex1(_table(table))
+        assert drew == ["asymptotics-ex1"]
+        with checks._grading_inputs(seed):
+            assert checks.check_asymptotics_ex1(lambda a, r: icl_error(a, np.inf, np.inf, r))
