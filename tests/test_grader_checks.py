@@ -182,3 +182,37 @@ def test_a_table_of_asymptotics_ex1_answers_passes_in_the_notebook_but_not_under
         assert drew == ["asymptotics-ex1"]
         with checks._grading_inputs(seed):
             assert checks.check_asymptotics_ex1(lambda a, r: icl_error(a, np.inf, np.inf, r))
+
+
+def _chapter_solutions():
+    """The instructor's solutions of glu-ex1, glu-ex4 and asymptotics-ex3 (chapters 5 and 3)."""
+    from math import comb
+
+    return {
+        "glu-ex1": lambda d, p: comb(d + p, p) + 1,
+        "glu-ex4": lambda d, s2: s2 * (d + 1) * (d + 2) / 2 + d / 2 + (d + 4) * (d + 6) / 2,
+        "asymptotics-ex3": lambda k: np.maximum(0.0, 1.0 - np.asarray(k, dtype=float)),
+    }
+
+
+@pytest.mark.parametrize(
+    ("label", "published"),
+    [
+        ("glu-ex1", [(1, 1), (1, 2), (2, 2), (4, 2), (3, 3), (8, 2), (5, 4), (10, 3)]),
+        ("glu-ex4", [(1, 0.0), (2, 0.5), (4, 0.1), (7, 2.0)]),
+        ("asymptotics-ex3", [(k,) for k in (0.1, 0.3, 0.5, 0.8, 1.5, 2.0, 5.0, 50.0)]),
+    ],
+)
+def test_a_table_of_published_answers_fails_under_the_grader(label, published):
+    """Before: these checks' inputs were fixed and published: a table of their answers passed.
+    Under the grader they are drawn per submission; the chapter's solution passes on every seed."""
+    check = getattr(checks, "check_" + label.replace("-", "_"))
+    honest = _chapter_solutions()[label]
+    table = {tuple(float(a) for a in args): honest(*args) for args in published}
+    assert check(_table(table))
+    for seed in range(20):
+        with checks._grading_inputs(seed) as drew, pytest.raises(checks.CheckFailed):
+            check(_table(table))
+        assert drew == [label]
+        with checks._grading_inputs(seed):
+            assert check(honest)
