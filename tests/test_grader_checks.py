@@ -216,3 +216,44 @@ def test_a_table_of_published_answers_fails_under_the_grader(label, published):
         assert drew == [label]
         with checks._grading_inputs(seed):
             assert check(honest)
+
+
+def test_depth_checks_draw_their_inputs_under_the_grader():
+    """Before: depth-ex2's prompts came from a published seed and depth-ex3's seven (d, p, width)
+    were fixed: a table passed. Under the grader both draw; the reference answers still pass."""
+    from math import ceil, comb
+
+    from icl_book.estimators import block_coordinate_gd_predict
+
+    published = [(1, 1, 4), (2, 3, 6), (3, 3, 9), (3, 2, 14), (5, 3, 10), (10, 2, 20), (4, 4, 7)]
+
+    def honest(d, p, w):
+        return ceil((comb(d + p, p) - 1) / (w - d - 2))
+
+    table = {tuple(float(a) for a in c): honest(*c) for c in published}
+
+    def looked_up(*args):
+        return int(table.get(tuple(float(a) for a in args), 1))
+
+    assert checks.check_depth_ex3(looked_up)
+    seen = {}
+
+    def remembering(xs, ys, xq, blocks, eta, cycles):  # a table keyed by the published prompts
+        out = block_coordinate_gd_predict(xs, ys, xq, blocks, eta, cycles)
+        seen[xs.tobytes()] = out
+        return out
+
+    def replaying(xs, ys, xq, blocks, eta, cycles):
+        return seen.get(xs.tobytes(), np.zeros(len(xq)))
+
+    assert checks.check_depth_ex2(remembering)
+    assert checks.check_depth_ex2(replaying)  # the published inputs: a replayed table passes
+    for seed in range(20):
+        with checks._grading_inputs(seed) as drew:
+            with pytest.raises(checks.CheckFailed):
+                checks.check_depth_ex3(looked_up)
+            with pytest.raises(checks.CheckFailed):
+                checks.check_depth_ex2(replaying)
+            assert checks.check_depth_ex3(honest)
+            assert checks.check_depth_ex2(block_coordinate_gd_predict)
+        assert drew == ["depth-ex3", "depth-ex2", "depth-ex3", "depth-ex2"]
