@@ -257,3 +257,49 @@ def test_depth_checks_draw_their_inputs_under_the_grader():
             assert checks.check_depth_ex3(honest)
             assert checks.check_depth_ex2(block_coordinate_gd_predict)
         assert drew == ["depth-ex3", "depth-ex2", "depth-ex3", "depth-ex2"]
+
+
+def test_lsa_ex2_and_glu_ex2_draw_their_inputs_under_the_grader():
+    """Before: their (d, η) and w0 came from published seeds: a table of the published weights
+    passed. Under the grader they are drawn; the chapters' solutions pass on every drawn seed."""
+    from icl_book.attention.glu import glu_lsa_block_weights
+    from icl_book.attention.lsa import gd_lsa_weights
+
+    def lsa_solution(w0, eta):
+        d = len(w0)
+        w_kq, w_pv = gd_lsa_weights(d, eta)
+        w_pv[d, :d] = eta * np.asarray(w0)
+        return w_kq, w_pv
+
+    def glu_solution(dim, eta):
+        w = glu_lsa_block_weights(dim, eta)
+        w_kq = w.w_kq.copy()
+        w_kq[dim, dim] = 1.0
+        w_kq[np.arange(dim), np.arange(dim)] = 2.0
+        return w._replace(w_kq=w_kq)
+
+    lsa_table, glu_table = {}, {}
+
+    def lsa_recorded(w0, eta):
+        return lsa_table.setdefault((w0.tobytes(), eta), lsa_solution(w0, eta))
+
+    def glu_recorded(dim, eta):
+        return glu_table.setdefault((dim, eta), glu_solution(dim, eta))
+
+    assert checks.check_lsa_ex2(lsa_recorded) and checks.check_glu_ex2(glu_recorded)
+
+    def lsa_replayed(w0, eta):
+        return lsa_table.get((w0.tobytes(), eta), gd_lsa_weights(len(w0), eta))
+
+    def glu_replayed(dim, eta):
+        return glu_table.get((dim, eta), glu_lsa_block_weights(dim, eta))
+
+    assert checks.check_lsa_ex2(lsa_replayed) and checks.check_glu_ex2(glu_replayed)
+    for seed in range(20):
+        with checks._grading_inputs(seed):
+            with pytest.raises(checks.CheckFailed):
+                checks.check_lsa_ex2(lsa_replayed)
+            with pytest.raises(checks.CheckFailed):
+                checks.check_glu_ex2(glu_replayed)
+            assert checks.check_lsa_ex2(lsa_solution)
+            assert checks.check_glu_ex2(glu_solution)
