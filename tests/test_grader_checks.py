@@ -123,9 +123,11 @@ def test_the_grading_seed_changes_the_inputs_and_is_reproducible():
 def test_a_failed_check_shows_only_its_hint_in_ipython():
     """A failed check's traceback through checks.py would print reference source
     (``exact = LINKS["relu"].closed_form_coefficients(14)``); IPython shows its hint only."""
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.core.interactiveshell import InteractiveShell
 
-    ip = start_ipython()
+    # The process's shell (a test run earlier in this worker may have made one; a second, sibling
+    # singleton such as IPython.testing's terminal shell would then raise MultipleInstanceError).
+    ip = InteractiveShell.instance()
     import io
     from contextlib import redirect_stderr, redirect_stdout
 
