@@ -21,6 +21,9 @@ Two commands (run from the repository root)::
 
 All three carry nbgrader cell metadata (solution cells ``solution: true``; check cells ``grade: true`` with
 ``points``; written answers are manually graded answers), with the same ``grade_id`` in every edition.
+A check cell whose check records its cases as parts (``icl_book.checks.Parts``) also carries
+``metadata.icl_book.partial_credit: true``: the grader then scores ``points × parts passed / parts``
+(``booktools.grader``); every other exercise is all or nothing.
 
 ``grade`` executes each submission in a clean kernel with a per-cell and a per-notebook timeout, and scores
 each coding exercise by its *check cell* (a code cell calling exactly one ``check_<chapter>_ex<N>(...)``).
@@ -45,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from booktools import find_root
+from booktools import find_root, grader
 from booktools.grader import ExerciseResult
 
 __all__ = [
@@ -589,6 +592,21 @@ def _points(cell) -> float:
     return int(pts) if float(pts).is_integer() else float(pts)
 
 
+def _graded_in_parts(name: str | None, module: str) -> bool:
+    """Whether the check ``name`` (imported from ``module``) records its cases as parts
+    (``icl_book.checks.Parts``, marked ``graded_in_parts``): its release then gives partial credit.
+    A check the builder cannot import is graded all or nothing."""
+    import importlib
+
+    if not name:
+        return False
+    try:
+        check = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return False
+    return getattr(check, "graded_in_parts", False) is True
+
+
 def _edition(nb, edition: str, source_name: str | None = None):
     """Build one edition: ``instructor``, or ``student``: the nbgrader source (student cells, marked
     solutions kept), whose release (:func:`release_notebook`) is what students get."""
@@ -607,6 +625,14 @@ def _edition(nb, edition: str, source_name: str | None = None):
         for key in ("widgets", "jupytext"):
             out.metadata.pop(key, None)
     check_points = {p.label: _points(p.cell) for p in checks}
+    modules = _check_modules(nb)
+    in_parts = {
+        p.label
+        for p in checks
+        if _graded_in_parts(
+            check_call(p.cell), modules.get(check_call(p.cell) or "", "icl_book.checks")
+        )
+    }
     out.metadata["icl_book"] = {
         "edition": edition,
         "chapter": source_name,
@@ -615,6 +641,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 "label": label,
                 "kind": "coding" if label in check_points else "written",
                 "points": check_points.get(label, 1),
+                "partial_credit": label in in_parts,
             }
             for label in labels
         ],
@@ -626,6 +653,12 @@ def _edition(nb, edition: str, source_name: str | None = None):
         solution_counts[label] = solution_counts.get(label, 0) + 1
         n = solution_counts[label]
         return f"{label}-solution" if n == 1 else f"{label}-solution-{n}"
+
+    def mark_partial_credit(piece, cell) -> None:
+        """A check cell whose check records parts gives partial credit: ``metadata.icl_book``
+        (nbgrader's validator drops keys it does not know from ``metadata.nbgrader``)."""
+        if piece.role == "check" and piece.label in in_parts:
+            cell.metadata.setdefault("icl_book", {})[grader.PARTIAL_CREDIT_KEY] = True
 
     def grading_metadata(piece) -> dict:
         """nbgrader metadata of a check cell (graded, locked) or of a solution cell (the student's answer)."""
@@ -651,6 +684,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 continue
             if p.role in ("check", "solution-code"):
                 new.metadata["nbgrader"] = grading_metadata(p)
+                mark_partial_credit(p, new)
     else:
         previous_text_cell = None
         for k, p in enumerate(pieces):
@@ -689,6 +723,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                 if p.role in ("check", "solution-code"):
                     # computed for every solution cell, so that grade ids match the instructor's
                     meta = grading_metadata(p)
+                    mark_partial_credit(p, new)
                     if not top_level:
                         new.metadata["nbgrader"] = meta
                     else:  # a plain cell; the id says whose answer it holds (sample_submission)

@@ -25,6 +25,13 @@ So patching ``icl_book.checks``, ``np.allclose`` or ``icl_book.hermite`` in the 
 check, editing or deleting check cells, decoy cells, printed pass lines, edited ``points`` or exercise
 lists change nothing: the score is what the student's answers earn. Written exercises appear in the
 report as ``manual`` (graded by a person, e.g. in nbgrader's formgrader).
+
+**Points and partial credit** come from the release's check cell: ``points`` from its nbgrader
+metadata, and partial credit where its ``metadata.icl_book.partial_credit`` is ``true`` (the release
+builder writes it for checks built on :class:`icl_book.checks.Parts`). Such a check runs every case,
+recording each part's outcome here, and scores ``points × parts passed / parts`` ("k of n parts
+correct" in the message); a failure outside its cases, an unanswered stub, a timeout or a crash score
+zero. Without the flag an exercise is all or nothing. A submission's own flag or points are never read.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ __all__ = [
     "ExerciseResult",
     "GradeItem",
     "release_plan",
+    "partial_credit",
     "grade_submission",
     "grade_many",
     "encode",
@@ -101,6 +109,7 @@ class GradeItem:
     module: str | None = None  # module the release imports it from
     args: tuple[str, ...] = ()  # argument expressions of the check call (evaluated in the kernel)
     kwargs: tuple[tuple[str, str], ...] = ()
+    partial: bool = False  # partial credit: points × parts passed / parts (release metadata)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -338,7 +347,7 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
 
     Coding exercises come from the release's check cells (``grade: true``, calling one
     ``check_<chapter>_ex<N>``), written ones from its graded answer cells (``solution`` and ``grade``);
-    points are the release's.
+    points and partial credit (:func:`partial_credit`) are the release's.
     """
     from booktools.assignments import _check_calls, _check_modules, check_label
 
@@ -353,6 +362,7 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
             continue
         points = float(meta.get("points", 0) or 0)
         if cell.cell_type == "code" and not meta.get("solution"):
+            partial = partial_credit(cell)
             calls = _check_calls(cell.source)
             if len(calls) != 1:
                 raise ValueError(f"release check cell {gid} must call exactly one check")
@@ -370,12 +380,35 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
                     modules.get(name, "icl_book.checks"),
                     args,
                     kwargs,
+                    partial,
                 )
             )
         elif meta.get("solution"):
             label = gid[: -len("-answer")] if gid.endswith("-answer") else gid
             items.append(GradeItem(label, "written", points, gid))
     return items, cells
+
+
+PARTIAL_CREDIT_KEY = "partial_credit"
+
+
+def partial_credit(cell) -> bool:
+    """Whether a release's check cell gives partial credit: its ``metadata.icl_book.partial_credit``
+    (``true``/``false``, absent = ``false``: all or nothing). Read from the release only, never from
+    a submission. (Not under ``metadata.nbgrader``, whose extra keys nbgrader's validator drops.)"""
+    own = cell.get("metadata", {}).get("icl_book", {})
+    if not isinstance(own, dict):
+        raise ValueError(
+            f"release cell {_nbg(cell).get('grade_id')}: metadata icl_book must be a mapping, "
+            f"got {type(own).__name__}"
+        )
+    value = own.get(PARTIAL_CREDIT_KEY, False)
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"release cell {_nbg(cell).get('grade_id')}: metadata icl_book.{PARTIAL_CREDIT_KEY} "
+            f"must be true or false, got {value!r}"
+        )
+    return value
 
 
 def _find_call(source: str, name: str) -> ast.Call:
@@ -647,26 +680,52 @@ def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[
         return 0, str(exc)
     except NotImplementedError:
         return 0, "not implemented yet"
-    from icl_book.checks import _grading_inputs
+    from icl_book.checks import _grading_inputs, _recording_parts
 
     out = io.StringIO()
     seed = getattr(session, "inputs_seed", None)
     seed = secrets.randbits(32) if seed is None else seed
     note = ""
+    # Partial credit (the release's metadata): the check runs every case and records each outcome
+    # here, in the grader's process; without it the check stops at its first failure, as always.
+    recording = _recording_parts() if item.partial else contextlib.nullcontext(None)
     try:
-        with contextlib.redirect_stdout(out), _grading_inputs(seed) as drew:
+        with contextlib.redirect_stdout(out), _grading_inputs(seed) as drew, recording as parts:
             try:
                 check(*args, **kwargs)
             finally:
                 # recorded in the report: the same seed draws the same inputs on a regrade
                 note = f" (inputs drawn with seed {seed})" if drew else ""
     except CheckFailed as exc:
-        return 0, str(exc) + note
+        return _partial_score(item, parts, exc), _partial_message(parts, exc) + note
     except (_Timeout, _KernelDied):
         raise
     except Exception as exc:  # noqa: BLE001 - a reference check crashing on odd data is a zero
         return 0, f"{type(exc).__name__}: {exc}"
     return item.points, (out.getvalue().strip() or f"{item.label}: correct") + note
+
+
+def _failed_parts(parts, exc):
+    """The one :class:`icl_book.checks.Parts` whose failure ``exc`` is, or ``None`` (a failure
+    outside its cases, a check without parts, or no partial credit): then the check scores zero."""
+    if not parts or len(parts) != 1:
+        return None
+    record = parts[0]
+    return record if record.failure is exc and record.outcomes else None
+
+
+def _partial_score(item: GradeItem, parts, exc) -> float:
+    record = _failed_parts(parts, exc)
+    if record is None:
+        return 0
+    return item.points * record.n_passed / len(record.outcomes)
+
+
+def _partial_message(parts, exc) -> str:
+    record = _failed_parts(parts, exc)
+    if record is None:
+        return str(exc)
+    return f"{record.n_passed} of {len(record.outcomes)} parts correct; first wrong: {exc}"
 
 
 def grade_submission(
