@@ -12,7 +12,6 @@ Modules (one job each):
 - :mod:`icl_book.theory` -- closed-form asymptotics of linear attention and the nonlinearity–noise mapping.
 - :mod:`icl_book.simulate` -- the fast pretraining simulator for the reduced linear-attention model.
 - :mod:`icl_book.train` -- seeded torch training loops.
-- :mod:`icl_book.pretrain_depth` -- the shipped deep-transformer weights: how they were trained, and loading them.
 - :mod:`icl_book.studies` -- the converged training studies of chapters 5 and 6: what is trained, and loading it.
 - :mod:`icl_book.plotting` -- the book's figure style.
 - :mod:`icl_book.book` -- helpers for the chapters: ``glue``, ``claim``, Colab detection.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as fields_of
 from os import PathLike
 from pathlib import Path
@@ -169,7 +169,7 @@ class Cohort:
     max_steps: int = 32_000
     val_size: int = 5000
     val_seed: int = 777
-    dtype: str = "float64"
+    dtype: str = field(default="float64", kw_only=True)  # keyword-only, as everywhere
 
     def __post_init__(self):
         # validation only: the fields are kept as given

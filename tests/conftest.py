@@ -130,7 +130,6 @@ READS = [
     # The cache's own tests build scratch repositories; shipped weights and studies read the package
     # and .studies/ (all in the base).
     ("tests/test_testcache.py::*", []),
-    ("tests/test_shipped_weights.py::*", []),
     ("tests/test_shipped_studies.py::*", []),
 ]
 

@@ -286,44 +286,6 @@ def test_checks_pass_on_solutions_and_fail_on_wrong_answers(capsys):
         check_depth_ex3(lambda d, p, w: 2.5)
 
 
-# ------------------------------------------------------------------------------------------------
-# Experiment (b): the training script and the shipped weights
-# ------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_pretrain_script_runs_on_a_short_budget(tmp_path):
-    from booktools import pretrain_depth as tool
-    from icl_book.pretrain_depth import load_pretrained
-
-    tool.main(
-        [
-            "--experiment",
-            "d3",
-            "--out-dir",
-            str(tmp_path),
-            "--steps",
-            "4",
-            "--depths",
-            "1",
-            "2",
-            "--seeds",
-            "0",
-        ]
-    )
-    result = load_pretrained(path=tmp_path / "depth_d3.npz")
-    assert {(m.task, m.depth, m.seed) for m in result.models} == {
-        ("quadratic", 1, 0),
-        ("quadratic", 2, 0),
-        ("cubic", 1, 0),
-        ("cubic", 2, 0),
-    }
-    assert result.config.steps == 4
-    pr = _prompts(3, 3, 50)
-    for run in result.models:
-        assert torch.all(torch.isfinite(run.model(*_torch(pr))))
-
-
 def test_deep_transformer_label_norm_is_label_equivariant():
     gen = torch.Generator().manual_seed(0)
     model = A.DeepTransformer(3, 9, 2, zero_init_residual=False, label_norm=True, generator=gen)

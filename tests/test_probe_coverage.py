@@ -38,8 +38,6 @@ EXCLUDED: dict[str, str] = {
     "icl_book.checks.Unanswered": _RESULT + " (a check's verdict)",
     "icl_book.estimators.BayesPrediction": _RESULT,
     "icl_book.estimators.RidgeChoice": _RESULT,
-    "icl_book.pretrain_depth.PretrainedDepth": _RESULT + " (load_pretrained, probed)",
-    "icl_book.pretrain_depth.TrainedDepthModel": _RESULT + " (train_one; model_arrays probed)",
     "icl_book.simulate.MCError": _RESULT,
     "icl_book.simulate.PretrainedLSA": _RESULT,
     "icl_book.simulate.ReducedPrompts": _RESULT,

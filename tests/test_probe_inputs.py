@@ -34,7 +34,6 @@ from icl_book import (
     features,
     hermite,
     plotting,
-    pretrain_depth,
     simulate,
     studies,
     tasks,
@@ -364,21 +363,6 @@ _GLU_LAYER = glu.GLUFeedForward(4, 3, generator=_tg())
 _TBLOCK = glu.TransformerBlock(2, 1, 3, generator=_tg())
 _DEEP_T = deep.DeepTransformer(2, 6, 2, generator=_tg())
 _LBCD = deep.LearnedBCD(2, 2, 7, 2)
-_DCFG = pretrain_depth.DepthConfig(
-    name="probe",
-    dim=2,
-    width=6,
-    hidden_dim=4,
-    tasks=("quadratic",),
-    depths=(1,),
-    seeds=(0,),
-    context_len=5,
-    steps=2,
-    batch_size=4,
-    warmup=0,
-    eval_size=8,
-    eval_every=1,
-)
 _RUN = studies.cohorts("glu")[0].runs[0]
 _TINY_COHORT = studies.Cohort(
     "probe", (_RUN,), 4, 0, 1.0, first_check=2, max_steps=4, val_size=8, val_seed=1
@@ -1057,71 +1041,6 @@ SPECS.update(
             {},
             dict(enabled="flag"),
         ),
-        # pretrain_depth
-        "pretrain_depth.DepthConfig": (
-            pretrain_depth.DepthConfig,
-            {f: getattr(_DCFG, f) for f in _DCFG.__dataclass_fields__},
-            {},
-            dict(
-                name="text",
-                dim="int",
-                width="int",
-                hidden_dim="int",
-                tasks="object",
-                depths="object",
-                seeds="object",
-                context_len="int",
-                noise_var="float",
-                basis="choice",
-                steps="count",
-                batch_size="int",
-                lr="float",
-                lr_depth_ref="int",
-                warmup="count",
-                clip_grad="float",
-                label_norm="flag",
-                output_bound="float?",
-                eval_size="int",
-                eval_seed="int",
-                eval_every="count",
-            ),
-        ),
-        "pretrain_depth.build_model": (
-            pretrain_depth.build_model,
-            dict(config=_DCFG, depth=1, seed=0),
-            {},
-            dict(config="object", depth="int", seed="int"),
-        ),
-        "pretrain_depth.data_path": (
-            pretrain_depth.data_path,
-            dict(name="d3"),
-            {},
-            dict(name="choice"),
-        ),
-        "pretrain_depth.load_pretrained": (
-            pretrain_depth.load_pretrained,
-            dict(name="d3"),
-            dict(path=None),
-            dict(name="choice", path="object"),
-        ),
-        "pretrain_depth.make_sampler": (
-            lambda degree, config: pretrain_depth.make_sampler(degree, config)(_rng(), 4),
-            dict(degree=2, config=_DCFG),
-            {},
-            dict(degree="int", config="object"),
-        ),
-        "pretrain_depth.model_arrays": (
-            pretrain_depth.model_arrays,
-            dict(run=pretrain_depth.load_pretrained("d5").models[0]),
-            {},
-            dict(run="object"),
-        ),
-        "pretrain_depth.train_one": (
-            pretrain_depth.train_one,
-            dict(config=_DCFG, task="quadratic", depth=1, seed=0),
-            {},
-            dict(config="object", task="choice", depth="int", seed="int"),
-        ),
         # studies (owned by the training issue: probed, findings listed in OWNED_ELSEWHERE)
         "studies.RunSpec": (
             lambda **kw: studies.build_model(studies.RunSpec(**kw)),
@@ -1348,7 +1267,6 @@ COVERS = {
     "attention.LearnedBCD.forward": "icl_book.attention.deep.LearnedBCD",
     "checks.call_answer": "icl_book.checks.call_answer",
     "checks.continue_when_unanswered": "icl_book.checks.continue_when_unanswered",
-    "pretrain_depth.make_sampler": "icl_book.pretrain_depth.make_sampler",
     "studies.RunSpec": "icl_book.studies.RunSpec",
     "studies.Cohort": "icl_book.studies.Cohort",
     "studies.make_sampler": "icl_book.studies.make_sampler",

@@ -20,7 +20,7 @@ MODULES = [
     "simulate",
     "train",
     "attention",
-    "pretrain_depth",
+    "studies",
     "book",
     "plotting",
     "checks",
