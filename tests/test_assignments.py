@@ -235,6 +235,24 @@ def test_stub_rejects_unbalanced_markers(src):
         A.stub_solution(src)
 
 
+def test_instructors_page_table_is_up_to_date():
+    # the page's chapter table (objectives, exercises, run times from chapters/timings.json) is
+    # generated; `make execute` regenerates it, and this fails while the committed page is stale
+    page = ROOT / "chapters" / "instructors.md"
+    assert A.update_instructors_page(page, check=True), (
+        "chapters/instructors.md is stale: run "
+        "`python -m booktools.assignments table --write chapters/instructors.md`"
+    )
+
+
+def test_instructors_page_table_check_can_fail(tmp_path):
+    page = tmp_path / "instructors.md"
+    text = (ROOT / "chapters" / "instructors.md").read_text()
+    page.write_text(text.replace("< 1 min", "9 min", 1))
+    assert not A.update_instructors_page(page, check=True)
+    assert "9 min" in page.read_text()  # --check writes nothing
+
+
 def test_check_cell_detection():
     code = nbformat.v4.new_code_cell
     assert A.check_call(code("check_demo_ex1(f)")) == "check_demo_ex1"
