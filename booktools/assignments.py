@@ -1187,10 +1187,17 @@ def _write_rows(writer, results, header: bool = True) -> None:
     if header:
         writer.writerow(["student", "exercise", "score", "max_score", "message"])
     for r in results:
-        score = r.score if isinstance(r.score, str) else f"{r.score:g}"
+        score = r.score if isinstance(r.score, str) else _exact(r.score)
         writer.writerow(
-            [_csv_safe(c) for c in (r.student, r.exercise, score, f"{r.max_score:g}", r.message)]
+            [_csv_safe(c) for c in (r.student, r.exercise, score, _exact(r.max_score), r.message)]
         )
+
+
+def _exact(x) -> str:
+    """``x`` as the shortest text that reads back as the same float (``1``, ``0.5``,
+    ``0.6666666666666666``): the gradebook step reads the report, so 2/3 must not become 0.666667."""
+    text = repr(float(x) + 0.0)  # + 0.0: -0.0 is written 0
+    return text[:-2] if text.endswith(".0") else text
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,19 +12,29 @@ student and the submission where nbgrader has none. Written exercises keep ``aut
 (formgrader grades them by hand). Scores are capped at the cell's points; a fraction of the points
 (partial credit) is kept as it is.
 
-The submitted notebooks are copied to ``autograded/<student>/<assignment>/`` (where formgrader looks for
-them) when they are found under ``submitted/`` and no autograded copy exists yet.
+The submitted notebooks are copied to ``autograded/<student>/<assignment>/`` (where formgrader and
+``nbgrader generate_feedback`` look for them) when they are found under ``submitted/`` and no autograded
+copy exists yet, and the assignment's notebook there is sanitised as nbgrader's autograder does before it
+runs anything (:func:`sanitise_notebook`): a cell whose ``grade_id`` the release does not have (the
+instructor edition's extra solution cells, a cell a student tagged) loses its nbgrader metadata, a cell the
+release has gets the release's, and nbgrader's own preprocessors (``DeduplicateIds``,
+``OverwriteKernelspec``, ``OverwriteCells``, ``CheckCellMetadata``) restore the rest from the gradebook.
+Otherwise ``generate_feedback`` stops at the first unknown cell (``MissingEntry: No such taskcomment``).
+The outputs are kept (nothing is executed here; nbgrader's ``ClearOutput`` belongs to its re-execution).
+An autograded copy that already exists is sanitised in place (and only rewritten when that changes it).
 """
 
 from __future__ import annotations
 
+import copy
 import csv
 import shutil
+import tempfile
 import warnings
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["read_report", "write_gradebook", "write_feedback"]
+__all__ = ["read_report", "sanitise_notebook", "write_gradebook", "write_feedback"]
 
 
 def _unneutralise(cell: str) -> str:
@@ -94,15 +104,91 @@ def write_gradebook(
                 total += score
             gb.db.commit()
             totals[student] = total
-            _copy_for_formgrader(course, assignment, student)
+    for student in by_student:  # after the gradebook is closed: nbgrader's preprocessors open it
+        _copy_for_formgrader(course, assignment, student, notebook, release, db_url)
     return totals
 
 
-def _copy_for_formgrader(course: Path, assignment: str, student: str) -> None:
+def _copy_for_formgrader(
+    course: Path, assignment: str, student: str, notebook: str, release: Path, db_url: str
+) -> None:
     src = course / "submitted" / student / assignment
     dst = course / "autograded" / student / assignment
-    if src.is_dir() and not dst.exists():
-        shutil.copytree(src, dst)
+    try:
+        if dst.exists():  # an earlier run's copy (or nbgrader's own): sanitised in place
+            if (dst / f"{notebook}.ipynb").exists():
+                sanitise_notebook(dst / f"{notebook}.ipynb", release, assignment, db_url)
+            return
+        if not src.is_dir():
+            return
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{assignment}.") as tmp:
+            staged = Path(tmp) / assignment
+            shutil.copytree(src, staged)
+            if (staged / f"{notebook}.ipynb").exists():
+                sanitise_notebook(staged / f"{notebook}.ipynb", release, assignment, db_url)
+            staged.rename(dst)  # formgrader never sees an unsanitised copy
+    except _UnreadableNotebook as exc:  # the scores are written; only the copy is left out
+        warnings.warn(f"{exc}; no autograded copy for {student}", stacklevel=3)
+
+
+class _UnreadableNotebook(ValueError):
+    pass
+
+
+def sanitise_notebook(path, release, assignment: str, db_url: str) -> bool:
+    """Make the submitted notebook ``path`` carry only the nbgrader metadata of ``release``, as
+    nbgrader's autograder does before it executes (``nbgrader autograde``'s sanitising step).
+
+    A cell whose ``grade_id`` the release does not have loses its nbgrader metadata (with a warning,
+    as nbgrader warns); a cell the release has gets the release's metadata; then nbgrader's
+    ``DeduplicateIds``, ``OverwriteKernelspec``, ``OverwriteCells`` (cell type, locked source, points,
+    checksum from the gradebook ``db_url``) and ``CheckCellMetadata`` run. The notebook's id is its
+    file name (``<notebook>.ipynb``), which must be a notebook of ``assignment`` in the gradebook.
+    Rewrites ``path`` only when something changed; returns whether it did.
+    """
+    import nbformat
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        DeduplicateIds,
+        OverwriteCells,
+        OverwriteKernelspec,
+    )
+
+    path, release = Path(path), Path(release)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - re-raised naming the file
+        raise _UnreadableNotebook(
+            f"cannot read the submitted notebook {path} (for the autograded copy): {exc}"
+        ) from exc
+    before = copy.deepcopy(nb)
+    known = {}
+    for cell in nbformat.read(release, as_version=4).cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+            known[meta["grade_id"]] = meta
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        if isinstance(gid, str) and gid in known:
+            cell.metadata["nbgrader"] = copy.deepcopy(known[gid])
+        else:
+            warnings.warn(
+                f"{path}: cell {gid!r} does not exist in the release {release.name}; "
+                "its nbgrader metadata is removed (as nbgrader's autograder does)",
+                stacklevel=2,
+            )
+            del cell.metadata["nbgrader"]
+    resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment, "db_url": db_url}}
+    for pp in (DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+        nb, resources = pp().preprocess(nb, resources)
+    if nb == before:
+        return False
+    nbformat.write(nb, path)
+    return True
 
 
 def write_feedback(rows, folder) -> list[Path]:
