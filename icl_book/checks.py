@@ -54,6 +54,7 @@ from .theory import equivalent_linear_task, icl_error, idg_error
 
 __all__ = ["CheckFailed", "Passed", "passed", "call_answer", "require_close"]
 __all__ += ["NotAnswered", "Unanswered", "continue_when_unanswered"]
+__all__ += ["check_prologue_ex1", "check_prologue_ex2"]  # prologue
 __all__ += ["check_hermite_ex1", "check_hermite_ex3"]  # hermite
 __all__ += ["check_lsa_ex1", "check_lsa_ex2", "check_lsa_ex4"]  # lsa
 __all__ += ["check_nonlinear_ex1", "check_nonlinear_ex3"]  # nonlinear
@@ -158,11 +159,11 @@ def continue_when_unanswered(enabled: bool = True) -> None:
 
     Student editions call it in their second code cell. It is a no-op under nbgrader's autograder and
     validator (``NBGRADER_EXECUTION`` is set), which score a check cell by whether it raises. Returns
-    nothing, so that the cell calling it shows no output. ``enabled`` must be a bool.
+    nothing, so that the cell calling it shows no output. ``enabled`` is a flag: ``True`` or ``False``
+    (NumPy booleans too, as every flag of the package).
     """
     global _CONTINUE_WHEN_UNANSWERED
-    if not isinstance(enabled, bool):
-        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+    enabled = _validate.flag("enabled", enabled)
     _CONTINUE_WHEN_UNANSWERED = enabled and not os.environ.get("NBGRADER_EXECUTION")
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations_with_replacement
-from math import comb, factorial, sqrt
+from math import comb, factorial, lgamma, log, sqrt
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ._validate import (
 MAX_ORTHONORMAL_DEGREE = 2000
 #: Most features :func:`feature_index_tuples` enumerates (checked from ``C(d+p, p) − 1`` first).
 MAX_FEATURES = 10**6
+# Above this min(dim, degree) the count C(d+p, p) − 1 exceeds any sane limit (C(2000, 1000) ~ 10^600) and
+# computing it exactly is slow (comb(2·10^6, 10^6) takes 36 s): it is then estimated through lgamma.
+_EXACT_COUNT_UP_TO = 1000
 
 __all__ = [
     "FEATURE_KINDS",
@@ -84,17 +87,28 @@ def n_features(dim: int, degree: int) -> int:
 def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
     """The index tuples of all features of degree ``1..p``, in the book's order (degree, then lexicographic).
 
+    Refused at once, before anything is enumerated, when the count :func:`n_features` exceeds
+    ``MAX_FEATURES`` (10⁶): the error names ``dim``, ``degree``, the count and the limit.
+
     Examples
     --------
     >>> feature_index_tuples(2, 2)
     [(0,), (1,), (0, 0), (0, 1), (1, 1)]
     """
+    # Count before enumerating: C(d+p, p) − 1 is cheap, the list of tuples is not. Every enumeration
+    # (feature_map, partition_features, …) goes through here.
     dim = positive_int("dim", dim)
     degree = positive_int("degree", degree)
-    # Count before enumerating: C(d+p, p) − 1 is cheap, the list of tuples is not.
+    if min(dim, degree) > _EXACT_COUNT_UP_TO:  # the exact count alone would take seconds
+        digits = (lgamma(dim + degree + 1) - lgamma(dim + 1) - lgamma(degree + 1)) / log(10)
+        raise ValueError(
+            f"the feature space of degree = {degree} in dim = {dim} is too large: it would need "
+            f"about 10^{digits:.0f} features, more than the limit of {MAX_FEATURES:,}"
+        )
+    count = n_features(dim, degree)
     size_limit(
         f"the feature space of degree = {degree} in dim = {dim}",
-        comb(dim + degree, degree) - 1,
+        count,
         limit=MAX_FEATURES,
         what="features",
     )

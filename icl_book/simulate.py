@@ -34,6 +34,7 @@ from ._compat import NOISE_VAR, renamed
 from ._validate import (
     as_array,
     callable_output,
+    choice,
     consistent_length,
     flag,
     generator,
@@ -56,6 +57,7 @@ __all__ = [
     "RidgeSolution",
     "PretrainedLSA",
     "SimulatedErrors",
+    "ProblemSizes",
     "problem_sizes",
     "reduced_features",
     "sample_reduced_prompts",
@@ -123,14 +125,29 @@ class SimulatedErrors(NamedTuple):
     idg: float
 
 
+class ProblemSizes(NamedTuple):
+    """What :func:`problem_sizes` returns: the integer sizes of a simulation at ``(d, α, τ, κ)``.
+
+    Unpacks like the tuple ``(ℓ, n, K)`` it replaces: ``ell, n, k = problem_sizes(d, alpha, tau, kappa)``.
+    """
+
+    #: ``ℓ = ⌊αd⌉``, the context length of every prompt.
+    context_len: int
+    #: ``n = ⌊τd²⌉``, the number of pretraining prompts (the ``batch`` of :func:`sample_reduced_prompts`).
+    batch: int
+    #: ``K = ⌊κd⌉``, the size of the task pool (``None`` when ``κ = ∞``: a fresh task per prompt).
+    n_tasks: int | None
+
+
 def _round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def problem_sizes(
-    dim: int, alpha: float, tau: float, kappa: float = np.inf
-) -> tuple[int, int, int | None]:
-    """Integer sizes ``(ℓ, n, K)`` of a simulation: ``ℓ = ⌊αd⌉``, ``n = ⌊τd²⌉``, ``K = ⌊κd⌉`` (``None`` if κ = ∞).
+def problem_sizes(dim: int, alpha: float, tau: float, kappa: float = np.inf) -> ProblemSizes:
+    """Integer sizes ``(ℓ, n, K)`` of a simulation, as a :class:`ProblemSizes` (unpacks like a tuple).
+
+    ``ℓ = ⌊αd⌉`` (``context_len``), ``n = ⌊τd²⌉`` (``batch``, the pretraining prompts) and
+    ``K = ⌊κd⌉`` (``n_tasks``; ``None`` if κ = ∞).
 
     ``⌊x⌉`` rounds half up (``⌊x + ½⌋``), the same for every size. A size that rounds to 0 raises a
     ``ValueError`` naming the parameter. The theory should then be compared at the *realised* ratios
@@ -152,13 +169,13 @@ def problem_sizes(
             f"tau * dim**2 = {tau * dim * dim:g} rounds to 0 prompts; tau must be >= {0.5 / dim**2:g}"
         )
     if math.isinf(kappa):
-        return ell, n, None
+        return ProblemSizes(ell, n, None)
     k = _round_half_up(kappa * dim)
     if k < 1:
         raise ValueError(
             f"kappa * dim = {kappa * dim:g} rounds to 0 tasks; kappa must be >= {0.5 / dim:g}"
         )
-    return ell, n, k
+    return ProblemSizes(ell, n, k)
 
 
 def reduced_features(xs, ys) -> np.ndarray:
@@ -341,7 +358,7 @@ def solve_reduced_ridge(
     *,
     tol: float = 1e-10,
     max_iter: int | None = None,
-    preconditioner: str = "auto",
+    preconditioning: str = "auto",
 ) -> RidgeSolution:
     """Minimise ``Σ_μ (y_μ − x_μᵀ Γ h_μ)² + (n/d) λ ‖Γ‖_F²`` over ``Γ ∈ R^{d×(d+1)}``, matrix-free.
 
@@ -378,8 +395,9 @@ def solve_reduced_ridge(
         Stop when ``‖b − AΓ‖ <= tol · ‖b‖`` (residual of the normal equations, computed in float64).
     max_iter
         Cap on the total number of CG iterations (``None``: ``max(1000, 2d)``).
-    preconditioner
-        ``"auto"`` or ``"none"``.
+    preconditioning
+        ``"auto"`` or ``"none"``: whether a preconditioner may be used (a matrix called
+        ``preconditioner`` elsewhere in the package, e.g. :func:`icl_book.estimators.one_step_gd_predict`).
 
     Returns
     -------
@@ -402,8 +420,7 @@ def solve_reduced_ridge(
     ridge = nonnegative_float("ridge", ridge)
     tol = positive_float("tol", tol)
     max_iter = max(1000, 2 * d) if max_iter is None else positive_int("max_iter", max_iter)
-    if preconditioner not in ("auto", "none"):
-        raise ValueError(f"preconditioner must be 'auto' or 'none', got {preconditioner!r}")
+    preconditioning = choice("preconditioning", preconditioning, ("auto", "none"))
     shift = ridge / d  # (n/d) λ divided by n
 
     def apply(gamma):
@@ -421,7 +438,7 @@ def solve_reduced_ridge(
         )
 
     rhs = _cross_apply(x_query, h, y_query) / n
-    use_precond = preconditioner == "auto" and n >= d * (d + 1)
+    use_precond = preconditioning == "auto" and n >= d * (d + 1)
     if use_precond:
         ex, ux = np.linalg.eigh(x_query.T @ x_query / n)
         eh, uh = np.linalg.eigh(h.T @ h / n)

@@ -99,7 +99,7 @@ def test_nbgrader_keeps_unanswered_checks_raising(monkeypatch):
 
 
 def test_continue_when_unanswered_refuses_non_bools():
-    with pytest.raises(TypeError, match="enabled must be a bool, got str"):
+    with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
         checks.continue_when_unanswered("yes")
     checks.continue_when_unanswered(False)
     with pytest.raises(NotAnswered):

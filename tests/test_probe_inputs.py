@@ -707,7 +707,7 @@ SPECS.update(
                 y_query=np.arange(4.0),
                 ridge=0.1,
             ),
-            dict(tol=1e-10, max_iter=50, preconditioner="auto"),
+            dict(tol=1e-10, max_iter=50, preconditioning="auto"),
             dict(
                 x_query="array",
                 h="array",
@@ -715,7 +715,7 @@ SPECS.update(
                 ridge="float",
                 tol="float",
                 max_iter="int?",
-                preconditioner="choice",
+                preconditioning="choice",
             ),
         ),
         "simulate.sweep": (
@@ -995,6 +995,8 @@ SPECS.update(
                 ("check_lsa_ex2", "lsa_weights_from_w0"),
                 ("check_nonlinear_ex1", "equivalent_from_coefficients"),
                 ("check_nonlinear_ex3", "design_teacher"),
+                ("check_prologue_ex1", "ridge_prediction"),
+                ("check_prologue_ex2", "best_eta"),
             ]
         },
         "checks.check_lsa_ex4": (

@@ -48,6 +48,7 @@ SYNONYMS = {
     "n_prompts": "batch",
     "W_KQ": "w_kq",
     "W_PV": "w_pv",
+    "basis": "kind",  # the polynomial family: features.feature_map(kind=...), deep_bcd_weights(kind=...)
 }
 # Where ``f`` is the teacher (a single-index task's link) the package calls it ``link``; hermite keeps ``f``
 # for the generic function it expands (hermite_coefficients(f, K) of any f with E f² < ∞).
@@ -106,8 +107,82 @@ def _violations(signatures):
     return out
 
 
+#: Names that are both a string option and another kind of value by design: torch takes a device or its name.
+STRING_OR_OBJECT = {"device"}
+
+
+def _is_string_option(p: inspect.Parameter) -> bool:
+    """A parameter annotated ``str`` (or ``str | None``), or unannotated with a string default."""
+    note = p.annotation
+    if note is inspect.Parameter.empty:
+        return isinstance(p.default, str)
+    note = (note.__name__ if isinstance(note, type) else str(note)).replace(" ", "")
+    return note in ("str", "str|None", "None|str", "Optional[str]")
+
+
+def _type_conflicts(signatures):
+    """One name, one kind of value: a name that is a string option in one public signature and an
+    array, matrix, callable or object in another means two things (issue 31: ``preconditioner`` was a
+    ``(d, d)`` matrix in ``one_step_gd_predict`` and ``'auto'``/``'none'`` in ``solve_reduced_ridge``)."""
+    uses: dict[str, dict[bool, list[str]]] = {}
+    for where, sig in signatures:
+        for p in sig.parameters.values():
+            if p.name in STRING_OR_OBJECT or p.name in ("self", "cls"):
+                continue
+            uses.setdefault(p.name, {True: [], False: []})[_is_string_option(p)].append(where)
+    return [
+        f"{name}: a string in {sorted(kinds[True])}, another kind of value in {sorted(kinds[False])}"
+        for name, kinds in sorted(uses.items())
+        if kinds[True] and kinds[False]
+    ]
+
+
+#: Leaks found and not yet closed, each with the reason; the test fails when one is closed (remove it
+#: here) or a new one appears. Chapters pass these by keyword, and renaming one changes a chapter.
+KNOWN_LEAKS = {
+    "tasks.sample_polynomial_prompts: parameter 'basis': the package calls it 'kind'": (
+        "chapter 6 passes basis= (rename with the chapter, through _compat.renamed)"
+    ),
+    "tasks.sample_cubic_prompts: parameter 'basis': the package calls it 'kind'": (
+        "chapter 6's sampler family; renamed with sample_polynomial_prompts"
+    ),
+    "features: a string in ['attention.glu_lsa_block_weights'], another kind of value in "
+    "['estimators.feature_ridge_predict', 'estimators.fit_mixed_preconditioner', "
+    "'estimators.fit_one_step_preconditioner', 'estimators.preconditioned_feature_step_predict']": (
+        "chapter 5 passes glu_lsa_block_weights(..., features='hermite'); rename with the chapter"
+    ),
+    "dtype: a string in ['studies.Cohort'], another kind of value in ['attention.DeepTransformer', "
+    "'attention.GLUFeedForward', 'attention.LearnedBCD', 'attention.LinearSelfAttention', "
+    "'attention.TransformerBlock', 'train.BatchedTrainer', 'train.prompts_to_torch', "
+    "'train.train_in_context']": "studies and train are owned by the training issue",
+    "model: a string in ['studies.RunSpec'], another kind of value in ['studies.StudyRun', "
+    "'train.Member', 'train.TrainResult', 'train.evaluate_in_context', 'train.predict_in_context', "
+    "'train.train_in_context']": "studies and train are owned by the training issue",
+    "schedule: a string in ['train.BatchedTrainer', 'train.train_in_context'], another kind of value "
+    "in ['attention.DeepBCDWeights']": "attention.deep and train are owned by the training issue",
+}
+
+
 def test_vocabulary_holds_on_every_public_signature():
-    assert _violations(SIGNATURES) == []
+    found = _violations(SIGNATURES) + _type_conflicts(SIGNATURES)
+    assert [v for v in found if v not in KNOWN_LEAKS] == []
+    assert [k for k in KNOWN_LEAKS if k not in found] == [], "closed: remove them from KNOWN_LEAKS"
+
+
+def test_the_type_consistency_check_can_fail():
+    def matrix(xs, preconditioner=None):
+        return xs
+
+    def option(xs, *, preconditioner: str = "auto", device="cpu"):
+        return xs
+
+    def module(device=None):
+        return device
+
+    signatures = [(f"fake.{f.__name__}", inspect.signature(f)) for f in (matrix, option, module)]
+    assert _type_conflicts(signatures) == [
+        "preconditioner: a string in ['fake.option'], another kind of value in ['fake.matrix']"
+    ]
 
 
 def test_the_vocabulary_check_can_fail():

@@ -37,6 +37,7 @@ from .glu import (
 )
 from .lsa import (
     LinearSelfAttention,
+    LSAWeights,
     gd_lsa_weights,
     lsa_forward,
     lsa_predict,
@@ -49,6 +50,7 @@ from .lsa import (
 __all__ = [
     # lsa
     "LinearSelfAttention",
+    "LSAWeights",
     "gd_lsa_weights",
     "lsa_forward",
     "lsa_predict",

@@ -28,6 +28,8 @@ key-query score of token ``i`` is ``z_iᵀ W^{KQ} z_q = x_iᵀ Γᵀ x_q = x_q�
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import torch
 
@@ -47,6 +49,7 @@ from ._params import initial_parameter, prompt_tensors
 __all__ = [
     "token_matrix",
     "lsa_forward",
+    "LSAWeights",
     "gd_lsa_weights",
     "lsa_predict",
     "LinearSelfAttention",
@@ -174,7 +177,20 @@ def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
     return layers.lsa(z, w_kq, w_pv, n_queries=n_queries)
 
 
-def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarray, np.ndarray]:
+class LSAWeights(NamedTuple):
+    """The two ``(d+1, d+1)`` weights of one LSA layer (what :func:`gd_lsa_weights` returns).
+
+    Unpacks like the pair it is: ``w_kq, w_pv = gd_lsa_weights(d, eta)`` or
+    ``lsa_predict(xs, ys, x_query, *gd_lsa_weights(d, eta))``.
+    """
+
+    #: ``W^{KQ}``, the merged key-query matrix.
+    w_kq: np.ndarray
+    #: ``W^{PV}``, the merged projection-value matrix.
+    w_pv: np.ndarray
+
+
+def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> LSAWeights:
     """LSA weights whose prediction is one (preconditioned) GD step from ``w = 0``.
 
     ``w_kq = [[Γᵀ, 0], [0, 0]]`` and ``w_pv = [[0, 0], [0, −η]]`` (von Oswald et al.'s sign), so that
@@ -192,8 +208,8 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarra
 
     Returns
     -------
-    w_kq, w_pv
-        Two ``(d+1, d+1)`` float64 arrays.
+    LSAWeights
+        ``(w_kq, w_pv)``, two ``(d+1, d+1)`` float64 arrays.
 
     Examples
     --------
@@ -215,7 +231,7 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> tuple[np.ndarra
     )  # score x_iᵀ Γᵀ x_q = x_qᵀ Γ x_i, so any square Γ is reproduced exactly
     w_pv = np.zeros((dim + 1, dim + 1))
     w_pv[dim, dim] = -eta
-    return w_kq, w_pv
+    return LSAWeights(w_kq, w_pv)
 
 
 @renamed(W_KQ="w_kq", W_PV="w_pv")
