@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._blas import one_blas_thread
+from ._compat import renamed
 from ._validate import (
     ArgumentTypeError,
     _raw_array,
@@ -381,35 +382,36 @@ def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     return np.einsum("bn,bn->b", alpha, kq[..., 0])
 
 
+@renamed(features="feature_map")
 @one_blas_thread
-def feature_ridge_predict(xs, ys, x_query, features, ridge: float) -> np.ndarray:
+def feature_ridge_predict(xs, ys, x_query, feature_map, ridge: float) -> np.ndarray:
     """Kernel ridge regression with the kernel ``k(x, x') = φ(x)·φ(x')``, in its primal form; ``(B,)``.
 
     ``ŷ = φ(x_q)ᵀ (ΦᵀΦ + ridge·I)^{-1} Φᵀy`` equals :func:`kernel_ridge_predict` with that kernel
     (``k(x_q, X)(K + ridge·I)^{-1}y``, the push-through identity) at cost ``O(B (N p² + p³))`` instead of
     ``O(B N³)``: the way to run kernel ridge with a polynomial kernel on long contexts, e.g.
-    ``features = lambda x: feature_map(x, 2, kind="monomial")`` for :func:`glu_kernel`.
+    ``feature_map = lambda x: features.feature_map(x, 2, kind="monomial")`` for :func:`glu_kernel`.
 
     Parameters
     ----------
     xs, ys, x_query
         ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
-    features
+    feature_map
         ``φ(x (..., d)) -> (..., p)``.
     ridge
         ``> 0``.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
     ridge = positive_float("ridge", ridge)
-    if not callable(features):
+    if not callable(feature_map):
         raise TypeError(
-            f"features must be a callable phi(x (..., d)) -> (..., p), got {type(features).__name__}"
+            f"feature_map must be a callable phi(x (..., d)) -> (..., p), got {type(feature_map).__name__}"
         )
-    phi = callable_output("features output", features(xs))
-    phi_q = callable_output("features output", features(x_query))
+    phi = callable_output("feature_map output", feature_map(xs))
+    phi_q = callable_output("feature_map output", feature_map(x_query))
     if phi.ndim != 3 or phi.shape[:2] != xs.shape[:2] or phi_q.shape != (xs.shape[0], phi.shape[2]):
         raise ValueError(
-            f"features returned shapes {phi.shape}, {phi_q.shape}; expected (B, N, p), (B, p)"
+            f"feature_map returned shapes {phi.shape}, {phi_q.shape}; expected (B, N, p), (B, p)"
         )
     p = phi.shape[2]
     gram = np.swapaxes(phi, 1, 2) @ phi + ridge * np.eye(p)
@@ -599,41 +601,45 @@ def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
 
 
 @one_blas_thread
-def _feature_step_design(xs, ys, x_query, features):
-    """``g = (1/N) Σ_i y_i φ(x_i)`` ``(B, p)`` and ``φ(x_q)`` ``(B, p)`` for a feature map ``features``."""
+def _feature_step_design(xs, ys, x_query, feature_map):
+    """``g = (1/N) Σ_i y_i φ(x_i)`` ``(B, p)`` and ``φ(x_q)`` ``(B, p)`` for a feature map ``feature_map``."""
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    if not callable(features):
+    if not callable(feature_map):
         raise TypeError(
-            f"features must be a callable phi(x (..., d)) -> (..., p), got {type(features).__name__}"
+            f"feature_map must be a callable phi(x (..., d)) -> (..., p), got {type(feature_map).__name__}"
         )
-    phi_q = callable_output("features output", features(x_query))
+    phi_q = callable_output("feature_map output", feature_map(x_query))
     if phi_q.ndim != 2 or phi_q.shape[0] != xs.shape[0]:
-        raise ValueError(f"features returned shape {phi_q.shape} at the queries; expected (B, p)")
+        raise ValueError(
+            f"feature_map returned shape {phi_q.shape} at the queries; expected (B, p)"
+        )
     g = np.empty_like(phi_q)
     chunk = max(1, 2**22 // (xs.shape[1] * phi_q.shape[1]))  # bounded memory for long contexts
     for lo in range(0, xs.shape[0], chunk):
-        phi_ctx = callable_output("features output", features(xs[lo : lo + chunk]))
+        phi_ctx = callable_output("feature_map output", feature_map(xs[lo : lo + chunk]))
         if phi_ctx.shape != (*xs[lo : lo + chunk].shape[:2], phi_q.shape[1]):
             raise ValueError(
-                f"features returned shape {phi_ctx.shape} on the context; expected (B, N, p)"
+                f"feature_map returned shape {phi_ctx.shape} on the context; expected (B, N, p)"
             )
         g[lo : lo + chunk] = np.einsum("bn,bnp->bp", ys[lo : lo + chunk], phi_ctx) / xs.shape[1]
     return g, phi_q
 
 
-def preconditioned_feature_step_predict(xs, ys, x_query, features, gamma) -> np.ndarray:
+@renamed(features="feature_map")
+def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, gamma) -> np.ndarray:
     """One preconditioned GD step on features ``φ``: ``ŷ = gᵀ Γ φ(x_q)``, ``g = (1/N) Σ_i y_i φ(x_i)``; ``(B,)``.
 
     This is what one LSA+GLU block computes when its GLU writes ``φ`` and its ``W^{KQ}`` is ``Γ`` on those slots
     (chapter 5): the whole family of one-block predictors with these features.
     """
-    g, phi_q = _feature_step_design(xs, ys, x_query, features)
+    g, phi_q = _feature_step_design(xs, ys, x_query, feature_map)
     gamma = square_matrix("gamma", gamma, g.shape[1])
     return np.einsum("bp,pq,bq->b", g, gamma, phi_q)
 
 
+@renamed(features="feature_map")
 def fit_one_step_preconditioner(
-    xs, ys, x_query, y_query, features, *, ridge: float = 1e-8
+    xs, ys, x_query, y_query, feature_map, *, ridge: float = 1e-8
 ) -> np.ndarray:
     """The best preconditioner ``Γ`` for :func:`preconditioned_feature_step_predict`, fitted on training prompts.
 
@@ -646,7 +652,7 @@ def fit_one_step_preconditioner(
     ----------
     xs, ys, x_query, y_query
         Training prompts ``(B, N, d)``, ``(B, N)``, ``(B, d)``, ``(B,)``; ``B`` should exceed ``p²``.
-    features
+    feature_map
         ``φ(x (..., d)) -> (..., p)``.
     ridge
         Relative ridge ``>= 0`` (times the mean diagonal of the normal equations).
@@ -656,10 +662,11 @@ def fit_one_step_preconditioner(
     numpy.ndarray
         ``Γ``, shape ``(p, p)``.
     """
-    return fit_mixed_preconditioner([(xs, ys, x_query, y_query)], features, ridge=ridge)
+    return fit_mixed_preconditioner([(xs, ys, x_query, y_query)], feature_map, ridge=ridge)
 
 
-def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.ndarray:
+@renamed(features="feature_map")
+def fit_mixed_preconditioner(batches, feature_map, *, ridge: float = 1e-8) -> np.ndarray:
     """The one ``Γ`` that is best over several prompt batches at once, e.g. a mix of context lengths.
 
     :func:`fit_one_step_preconditioner` over the union of the batches: the yardstick for a block
@@ -671,7 +678,7 @@ def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.nd
     batches
         A non-empty sequence of ``(xs, ys, x_query, y_query)`` (e.g. :class:`~icl_book.tasks.Prompts`);
         the context length may differ between batches.
-    features, ridge
+    feature_map, ridge
         As in :func:`fit_one_step_preconditioner`.
     """
     if not isinstance(batches, (list, tuple)):
@@ -694,12 +701,12 @@ def fit_mixed_preconditioner(batches, features, *, ridge: float = 1e-8) -> np.nd
     ridge = nonnegative_float("ridge", ridge)
     designs, targets = [], []
     for xs, ys, x_query, y_query in (tuple(b)[:4] for b in batches):
-        g, phi_q = _feature_step_design(xs, ys, x_query, features)
+        g, phi_q = _feature_step_design(xs, ys, x_query, feature_map)
         y_query = as_array("y_query", y_query)
         if y_query.shape != (g.shape[0],):
             raise ValueError(f"y_query must have shape ({g.shape[0]},), got {y_query.shape}")
         if designs and g.shape[1] ** 2 != designs[0].shape[1]:
-            raise ValueError("features must give the same number of features on every batch")
+            raise ValueError("feature_map must give the same number of features on every batch")
         designs.append((g[:, :, None] * phi_q[:, None, :]).reshape(len(g), -1))
         targets.append(y_query)
     design, target = np.concatenate(designs), np.concatenate(targets)

@@ -106,5 +106,5 @@ def test_feature_ridge_is_kernel_ridge_in_its_primal_form(ridge):
     np.testing.assert_allclose(primal, dual, rtol=1e-8, atol=1e-10)
     with pytest.raises(ValueError, match="ridge"):
         estimators.feature_ridge_predict(*q[:3], lambda x: x, 0.0)
-    with pytest.raises(TypeError, match="features"):
+    with pytest.raises(TypeError, match="feature_map"):
         estimators.feature_ridge_predict(*q[:3], "monomial", 1.0)

@@ -535,25 +535,25 @@ SPECS.update(
         ),
         "estimators.feature_ridge_predict": _on_prompts(
             estimators.feature_ridge_predict,
-            dict(features=_PHI, ridge=0.1),
-            dict(features="callable", ridge="float"),
+            dict(feature_map=_PHI, ridge=0.1),
+            dict(feature_map="callable", ridge="float"),
         ),
         "estimators.fit_one_step_preconditioner": _on_prompts(
             estimators.fit_one_step_preconditioner,
-            dict(y_query=_YQ, features=_PHI),
-            dict(y_query="array", features="callable", ridge="float"),
+            dict(y_query=_YQ, feature_map=_PHI),
+            dict(y_query="array", feature_map="callable", ridge="float"),
             dict(ridge=1e-8),
         ),
         "estimators.fit_mixed_preconditioner": (
             estimators.fit_mixed_preconditioner,
-            dict(batches=[_P, _P], features=_PHI),
+            dict(batches=[_P, _P], feature_map=_PHI),
             dict(ridge=1e-8),
-            dict(batches="object", features="callable", ridge="float"),
+            dict(batches="object", feature_map="callable", ridge="float"),
         ),
         "estimators.preconditioned_feature_step_predict": _on_prompts(
             estimators.preconditioned_feature_step_predict,
-            dict(features=_PHI, gamma=np.eye(_P_DIM)),
-            dict(features="callable", gamma="array"),
+            dict(feature_map=_PHI, gamma=np.eye(_P_DIM)),
+            dict(feature_map="callable", gamma="array"),
         ),
         "estimators.glu_kernel": (
             _kernel_at(estimators.glu_kernel),

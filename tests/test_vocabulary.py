@@ -146,11 +146,6 @@ KNOWN_LEAKS = {
     "tasks.sample_cubic_prompts: parameter 'basis': the package calls it 'kind'": (
         "chapter 6's sampler family; renamed with sample_polynomial_prompts"
     ),
-    "features: a string in ['attention.glu_lsa_block_weights'], another kind of value in "
-    "['estimators.feature_ridge_predict', 'estimators.fit_mixed_preconditioner', "
-    "'estimators.fit_one_step_preconditioner', 'estimators.preconditioned_feature_step_predict']": (
-        "chapter 5 passes glu_lsa_block_weights(..., features='hermite'); rename with the chapter"
-    ),
     "dtype: a string in ['studies.Cohort'], another kind of value in ['attention.DeepTransformer', "
     "'attention.GLUFeedForward', 'attention.LearnedBCD', 'attention.LinearSelfAttention', "
     "'attention.TransformerBlock', 'train.BatchedTrainer', 'train.prompts_to_torch', "
