@@ -1,12 +1,22 @@
 """Authoring and build tools of the book (not installed with ``icl_book``; run from a clone).
 
-Each module is a command run from the repository root, ``python -m booktools.<module> ...``, and takes
-the repository (``--root``, default: found from the current directory) and other paths as arguments;
-nothing here locates the repository from an installed package.
+Commands are ``python -m booktools.<module> ...`` run from the repository root; ``editions``,
+``explorer_data``, ``notation`` and ``publish`` also take ``--root``. The modules, one job each:
 
-- ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open
-  (MyST resolved to the book's numbers, macros expanded, solutions collapsed) and their staleness check.
-- ``sphinx_colab``: a Sphinx extension that points each chapter page's Colab button at its edition.
+- ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.
+- ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
+- ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
+- ``assignments``: student, instructor and nbgrader editions of a chapter; the ``grade`` command and report.
+- ``grader``: scores one submission against its release, checks running in the grader's process.
+- ``grader_sandbox``: the box a submission's kernel runs in.
+- ``grader_gradebook``: ``grade``'s scores into nbgrader's gradebook; per-student feedback files.
+- ``notation``: the registry of the book's symbols (one symbol, one meaning).
+- ``tables``: the stored sweep tables of chapters 3 and 4.
+- ``explorer_data``: the theory explorer's data.
+- ``train_study``: train, inspect and export the converged studies of chapters 5 and 6.
+- ``sphinx_ext``, ``sphinx_colab``: Sphinx extensions of the HTML and PDF builds.
+- ``publish``: the published site in one folder.
+- ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.
 """
 
 from __future__ import annotations

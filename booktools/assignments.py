@@ -34,7 +34,6 @@ or a throw-away VM without credentials), never in an account that holds anything
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import csv
 import dataclasses
@@ -50,6 +49,13 @@ from pathlib import Path
 
 from booktools import find_root, grader
 from booktools.grader import ExerciseResult
+from booktools.myst import (
+    SOLUTION_TITLE,
+    check_call,
+    check_calls,
+    check_label,
+    check_modules,
+)
 
 __all__ = [
     "Chapter",
@@ -59,8 +65,6 @@ __all__ = [
     "chapter_files",
     "load_notebook",
     "stub_solution",
-    "check_label",
-    "check_call",
     "exercise_section_start",
     "student_notebook",
     "instructor_notebook",
@@ -103,7 +107,6 @@ CONTINUE_CELL = (
     "continue_when_unanswered()"
 )
 #: The first line of a collapsed solution code cell in the plain-notebook edition (booktools.editions).
-SOLUTION_TITLE = "# @title Solution (click to show)"
 ANSWER_STUB = (
     "YOUR ANSWER HERE"  # nbgrader's text stub: identical in our build and in nbgrader's release
 )
@@ -337,45 +340,6 @@ def _top_level_regions(source: str) -> bool:
     return bool(top) and all(top)
 
 
-_CHECK_NAME_RE = re.compile(r"^check_(?P<short>[A-Za-z0-9_]+?)_ex(?P<n>\d+)$")
-_CHECK_CALL_RE = re.compile(r"(?<![\w.])(?:\w+\.)?(check_[A-Za-z0-9_]+?_ex\d+)\s*\(")
-_MAGIC_RE = re.compile(r"^(\s*)([%!])", re.MULTILINE)
-
-
-def check_label(name: str) -> str | None:
-    """``"check_hermite_ex2"`` -> ``"hermite-ex2"``; ``None`` for any other name."""
-    m = _CHECK_NAME_RE.match(name)
-    return f"{m['short']}-ex{int(m['n'])}" if m else None
-
-
-def _check_calls(source: str) -> list[str]:
-    """Names of the ``check_<chapter>_ex<N>`` functions called in ``source`` (one entry per call)."""
-    try:
-        tree = ast.parse(_MAGIC_RE.sub(r"\1#", source))
-    except SyntaxError:  # not Python: fall back to a textual scan (definitions excluded)
-        return [
-            m.group(1)
-            for m in _CHECK_CALL_RE.finditer(source)
-            if not source[: m.start()].rstrip().endswith("def")
-        ]
-    calls = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name and check_label(name):
-                calls.append(name)
-    return calls
-
-
-def check_call(cell) -> str | None:
-    """The check function a *check cell* calls (a code cell calling exactly one ``check_*_ex*``), else ``None``."""
-    if cell.get("cell_type") != "code":
-        return None
-    calls = _check_calls(cell.get("source", ""))
-    return calls[0] if len(calls) == 1 else None
-
-
 _FENCE_RE = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}\s*(?P<arg>.*?)\s*$")
 
 
@@ -418,7 +382,7 @@ def _pieces(nb) -> list[_Piece]:
         source = cell.get("source", "")
         if cell.cell_type == "code":
             check = check_call(cell)
-            if len(_check_calls(source)) > 1:
+            if len(check_calls(source)) > 1:
                 raise AssignmentError(
                     f"cell {idx} calls several checks: give each check its own cell"
                 )
@@ -504,7 +468,7 @@ def _edition_pieces(nb) -> list[_Piece]:
         source = cell.get("source", "")
         label = cell.get("metadata", {}).get("icl_edition", {}).get("solution")
         if cell.cell_type == "code":
-            if len(_check_calls(source)) > 1:
+            if len(check_calls(source)) > 1:
                 raise AssignmentError(
                     f"cell {idx} calls several checks: give each check its own cell"
                 )
@@ -625,7 +589,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
         for key in ("widgets", "jupytext"):
             out.metadata.pop(key, None)
     check_points = {p.label: _points(p.cell) for p in checks}
-    modules = _check_modules(nb)
+    modules = check_modules(nb)
     in_parts = {
         p.label
         for p in checks
@@ -955,24 +919,6 @@ def build(
 # --------------------------------------------------------------------------------------------------
 # Grading (booktools/grader.py does it; booktools/grader_sandbox.py is the box a submission runs in)
 # --------------------------------------------------------------------------------------------------
-def _check_modules(nb) -> dict[str, str]:
-    """``{check name: module}`` for every ``from <module> import check_*`` in the notebook's code."""
-    found = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        try:
-            tree = ast.parse(_MAGIC_RE.sub(r"\1#", cell.source))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    if check_label(alias.name) and alias.asname is None:
-                        found.setdefault(alias.name, node.module)
-    return found
-
-
 def chapter_release(key: str, chapters_dir: str | os.PathLike = CHAPTERS_DIR):
     """The student edition (= nbgrader release) of one chapter, built from the repository: what the
     grader trusts for that chapter's exercises, points and checks."""

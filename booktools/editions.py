@@ -45,6 +45,7 @@ import nbformat
 import yaml
 
 from booktools import find_root
+from booktools.myst import SOLUTION_TITLE
 
 __all__ = [
     "EditionError",
@@ -62,7 +63,6 @@ __all__ = [
 ]
 
 EDITION_DIR = "notebooks"
-SOLUTION_TITLE = "# @title Solution (click to show)"
 ADMONITIONS = {
     "note", "warning", "tip", "important", "hint", "caution", "attention", "danger", "error",
     "seealso", "admonition", "margin", "sidebar", "topic",

@@ -69,7 +69,6 @@ __all__ = [
     "release_plan",
     "partial_credit",
     "grade_submission",
-    "grade_many",
     "encode",
     "decode",
 ]
@@ -349,9 +348,9 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
     ``check_<chapter>_ex<N>``), written ones from its graded answer cells (``solution`` and ``grade``);
     points and partial credit (:func:`partial_credit`) are the release's.
     """
-    from booktools.assignments import _check_calls, _check_modules, check_label
+    from booktools.myst import check_calls, check_label, check_modules
 
-    modules = _check_modules(release)
+    modules = check_modules(release)
     items, cells = [], {}
     for cell in release.cells:
         meta = _nbg(cell)
@@ -363,7 +362,7 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
         points = float(meta.get("points", 0) or 0)
         if cell.cell_type == "code" and not meta.get("solution"):
             partial = partial_credit(cell)
-            calls = _check_calls(cell.source)
+            calls = check_calls(cell.source)
             if len(calls) != 1:
                 raise ValueError(f"release check cell {gid} must call exactly one check")
             name = calls[0]
@@ -605,7 +604,7 @@ def _submission_cells(sub, items, release_cells):
     (where a release check cell stands: the check runs there). Cells claiming a check's grade_id,
     and any cell calling a ``check_*``, run nothing of their own.
     """
-    from booktools.assignments import _check_calls
+    from booktools.myst import check_calls
 
     by_gid = {it.grade_id: it for it in items if it.kind == "coding"}
     plan, placed = [], set()
@@ -643,7 +642,7 @@ def _submission_cells(sub, items, release_cells):
             plan.append(("code", rel.source, None))  # a locked release cell: the release's source
             continue
         try:
-            calls = _check_calls(source)
+            calls = check_calls(source)
         except Exception:  # noqa: BLE001
             calls = []
         if calls:  # a student's (decoy, moved or edited) check cell: its output would mean nothing
@@ -846,18 +845,6 @@ def grade_submission(
     for it in coding:
         results.setdefault(it.label, ExerciseResult(student, it.label, 0, it.points, "not run"))
     return finish()
-
-
-def grade_many(submissions, release_for, **kwargs) -> list[ExerciseResult]:
-    """Grade ``submissions`` (``[(student, bytes)]``, read before any of them runs) in turn.
-
-    ``release_for(student, bytes)`` returns the trusted release to grade that submission against.
-    """
-    _preload_references()
-    rows = []
-    for student, data in submissions:
-        rows.extend(grade_submission(data, student, release_for(student, data), **kwargs))
-    return rows
 
 
 def _copy(nb):

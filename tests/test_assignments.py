@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
+from booktools import myst
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -255,21 +256,22 @@ def test_instructors_page_table_check_can_fail(tmp_path):
 
 def test_check_cell_detection():
     code = nbformat.v4.new_code_cell
-    assert A.check_call(code("check_demo_ex1(f)")) == "check_demo_ex1"
+    assert myst.check_call(code("check_demo_ex1(f)")) == "check_demo_ex1"
     assert (
-        A.check_call(code("from icl_book import checks\nchecks.check_lsa_ex12(f, n=3)"))
+        myst.check_call(code("from icl_book import checks\nchecks.check_lsa_ex12(f, n=3)"))
         == "check_lsa_ex12"
     )
-    assert A.check_call(code("%matplotlib inline\ncheck_demo_ex1(f)")) == "check_demo_ex1"
+    assert myst.check_call(code("%matplotlib inline\ncheck_demo_ex1(f)")) == "check_demo_ex1"
     # imports, definitions, two checks in one cell, markdown: not check cells
     assert (
-        A.check_call(code("from icl_book.checks import (check_demo_ex1, check_demo_ex2)")) is None
+        myst.check_call(code("from icl_book.checks import (check_demo_ex1, check_demo_ex2)"))
+        is None
     )
-    assert A.check_call(code("def check_demo_ex1(f):\n    pass")) is None
-    assert A.check_call(code("check_demo_ex1(f)\ncheck_demo_ex2(g)")) is None
-    assert A.check_call(nbformat.v4.new_markdown_cell("check_demo_ex1(f)")) is None
-    assert A.check_label("check_asymptotics_ex3") == "asymptotics-ex3"
-    assert A.check_label("checker") is None
+    assert myst.check_call(code("def check_demo_ex1(f):\n    pass")) is None
+    assert myst.check_call(code("check_demo_ex1(f)\ncheck_demo_ex2(g)")) is None
+    assert myst.check_call(nbformat.v4.new_markdown_cell("check_demo_ex1(f)")) is None
+    assert myst.check_label("check_asymptotics_ex3") == "asymptotics-ex3"
+    assert myst.check_label("checker") is None
 
 
 def test_student_notebook_has_no_solutions(student, instructor):

@@ -17,7 +17,7 @@ import pytest
 
 from booktools import assignments as A
 from booktools import grader as G
-from booktools import grader_sandbox
+from booktools import grader_sandbox, myst
 from booktools.grader_gradebook import write_feedback
 from icl_book import checks
 from icl_book.hermite import effective_noise, erf_link
@@ -294,7 +294,7 @@ def test_the_instructors_page_names_exactly_the_exercises_with_partial_credit():
     para = page.split("**Points and partial credit.**", 1)[1].split("Such an exercise", 1)[0]
     listed = set(re.findall(r"`([a-z]+-ex\d+)`", para))
     marked = {
-        A.check_label(name)
+        myst.check_label(name)
         for name in dir(checks)
         if name.startswith("check_") and getattr(getattr(checks, name), "graded_in_parts", False)
     }

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from booktools import assignments as A
+from booktools import myst
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -82,10 +83,10 @@ def test_run_all_on_an_untouched_student_notebook_reaches_the_last_cell(stem, tm
     assert error is None, f"Run all stopped: {str(error)[-1500:]}"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code), "a cell did not run"
-    checks = [c for c in code if A.check_call(c)]
+    checks = [c for c in code if myst.check_call(c)]
     assert checks, "no check cells"
     for cell in checks:
-        label = A.check_label(A.check_call(cell))
+        label = myst.check_label(myst.check_call(cell))
         lines = _printed(cell).splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"{label}: not implemented yet"), lines
         assert [o.output_type for o in cell.outputs] == ["stream"], cell.outputs
@@ -105,7 +106,7 @@ def test_a_wrong_answer_shows_the_hint_as_its_only_output_line(tmp_path):
     assert A.STUB not in answer.source
     error = _execute(nb, tmp_path)
     assert error is not None, "the wrong answer passed its check"
-    (check,) = [c for c in nb.cells if A.check_call(c) == "check_prologue_ex1"]
+    (check,) = [c for c in nb.cells if myst.check_call(c) == "check_prologue_ex1"]
     assert [o.output_type for o in check.outputs] == ["error"], check.outputs
     (out,) = check.outputs
     assert out.ename == "CheckFailed"
