@@ -346,7 +346,7 @@ def make_sampler(run: RunSpec, context_len: int | None = None):
     degree = DEPTH_DEGREES[run.task]
     dim = run.input_dim
     return lambda rng, b: sample_polynomial_prompts(
-        b, n, dim, degree, rng=rng, noise_var=DEPTH_NOISE_VAR, basis="legendre"
+        b, n, dim, degree, rng=rng, noise_var=DEPTH_NOISE_VAR, kind="legendre"
     )
 
 

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._compat import renamed
 from ._validate import (
     as_array,
     callable_output,
@@ -292,6 +293,7 @@ def sample_mixed_prompts(
     )
 
 
+@renamed(basis="kind")
 def sample_polynomial_prompts(
     batch: int,
     context_len: int,
@@ -301,15 +303,15 @@ def sample_polynomial_prompts(
     rng: np.random.Generator,
     noise_var: float = 0.0,
     task_pool: np.ndarray | None = None,
-    basis: str = "hermite",
+    kind: str = "hermite",
 ) -> Prompts:
     """Prompts whose target is a random polynomial of degree ``<= p`` without constant term.
 
     ``y = Σ_α c_α h_α(x) + ε`` over the ``F = C(d+p, p) − 1`` orthonormal features ``h_α`` of degree ``1..p``
     (:func:`icl_book.features.feature_map`, in the book's order) with ``c ~ N(0, I_F / F)``, and
 
-    - ``basis="hermite"``: ``x ~ N(0, I_d)`` and Hermite features;
-    - ``basis="legendre"``: ``x`` uniform on ``[−1, 1]^d`` and Legendre features (bounded: chapter 6).
+    - ``kind="hermite"``: ``x ~ N(0, I_d)`` and Hermite features;
+    - ``kind="legendre"``: ``x`` uniform on ``[−1, 1]^d`` and Legendre features (bounded: chapter 6).
 
     The features are orthonormal under their input distribution, so ``E[f(x)² | c] = ‖c‖²`` and the signal has
     unit power on average whatever ``d`` and ``p``; degree ``k`` carries the share ``C(d+k−1, k) / F`` of it.
@@ -327,7 +329,7 @@ def sample_polynomial_prompts(
     task_pool
         Optional ``(K, F)`` coefficient vectors; each prompt draws its ``c`` uniformly from them. Fresh
         ``c`` per prompt when ``None``.
-    basis
+    kind
         ``"hermite"`` or ``"legendre"`` (input distribution and features, above).
 
     Returns
@@ -336,8 +338,8 @@ def sample_polynomial_prompts(
         As in the module docstring, except ``tasks`` holds the coefficients ``c``, shape ``(B, F)``.
     """
 
-    if basis not in ORTHONORMAL_KINDS:
-        raise ValueError(f"basis must be one of {tuple(ORTHONORMAL_KINDS)}, got {basis!r}")
+    if kind not in ORTHONORMAL_KINDS:
+        raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
 
     rng = generator(rng)
     batch, context_len, dim, noise_var = _prompt_sizes(batch, context_len, dim, noise_var)
@@ -351,12 +353,13 @@ def sample_polynomial_prompts(
     else:
         tasks = _draw_tasks(task_pool, (n_feat,), "F", batch, rng)
     shape = (batch, context_len + 1, dim)
-    x = rng.standard_normal(shape) if basis == "hermite" else rng.uniform(-1.0, 1.0, shape)
-    y = np.einsum("bnf,bf->bn", feature_map(x, degree, kind=basis), tasks)
+    x = rng.standard_normal(shape) if kind == "hermite" else rng.uniform(-1.0, 1.0, shape)
+    y = np.einsum("bnf,bf->bn", feature_map(x, degree, kind=kind), tasks)
     y = y + np.sqrt(noise_var) * rng.standard_normal(y.shape)
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
 
+@renamed(basis="kind")
 def sample_cubic_prompts(
     batch: int,
     context_len: int,
@@ -365,9 +368,9 @@ def sample_cubic_prompts(
     rng: np.random.Generator,
     noise_var: float = 0.0,
     task_pool: np.ndarray | None = None,
-    basis: str = "hermite",
+    kind: str = "hermite",
 ) -> Prompts:
     """Cubic-target prompts: :func:`sample_polynomial_prompts` with ``degree = 3``."""
     return sample_polynomial_prompts(
-        batch, context_len, dim, 3, rng=rng, noise_var=noise_var, task_pool=task_pool, basis=basis
+        batch, context_len, dim, 3, rng=rng, noise_var=noise_var, task_pool=task_pool, kind=kind
     )

@@ -28,7 +28,7 @@ from icl_book.tasks import sample_cubic_prompts, sample_polynomial_prompts
 
 def _prompts(d, p, n, basis="legendre", batch=6, seed=0, noise_var=0.01):
     return sample_polynomial_prompts(
-        batch, n, d, p, rng=np.random.default_rng(seed), noise_var=noise_var, basis=basis
+        batch, n, d, p, rng=np.random.default_rng(seed), noise_var=noise_var, kind=basis
     )
 
 
@@ -225,7 +225,7 @@ def test_deep_transformer_zero_init_and_training_step():
     assert torch.any(plain(*_torch(pr)) != 0)
 
     def sampler(rng, b):
-        return sample_polynomial_prompts(b, 20, 3, 3, rng=rng, basis="legendre")
+        return sample_polynomial_prompts(b, 20, 3, 3, rng=rng, kind="legendre")
 
     res = train_in_context(model, sampler, steps=30, lr=5e-3, seed=0, batch_size=64, progress=False)
     assert np.all(np.isfinite(res.losses)) and res.losses[-10:].mean() < res.losses[:5].mean()
@@ -240,7 +240,7 @@ def test_deep_transformer_zero_init_and_training_step():
 
 @pytest.mark.parametrize("basis", ["hermite", "legendre"])
 def test_polynomial_prompts(basis):
-    pr = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), basis=basis)
+    pr = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), kind=basis)
     assert pr.xs.shape == (4000, 3, 2) and pr.tasks.shape == (4000, 9)
     clean = np.einsum("bf,bf->b", feature_map(pr.x_query, 3, kind=basis), pr.tasks)
     np.testing.assert_allclose(pr.y_query, clean, atol=1e-12)  # noise_var = 0
@@ -248,12 +248,12 @@ def test_polynomial_prompts(basis):
     assert abs(np.mean(pr.ys**2) - 1.0) < 0.2
     if basis == "legendre":
         assert np.all(np.abs(pr.xs) <= 1)
-    again = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), basis=basis)
+    again = sample_polynomial_prompts(4000, 3, 2, 3, rng=np.random.default_rng(5), kind=basis)
     np.testing.assert_array_equal(pr.ys, again.ys)
-    cubic = sample_cubic_prompts(4000, 3, 2, rng=np.random.default_rng(5), basis=basis)
+    cubic = sample_cubic_prompts(4000, 3, 2, rng=np.random.default_rng(5), kind=basis)
     np.testing.assert_array_equal(cubic.ys, pr.ys)
-    with pytest.raises(ValueError, match="basis"):
-        sample_polynomial_prompts(2, 3, 2, 3, rng=np.random.default_rng(0), basis="fourier")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        sample_polynomial_prompts(2, 3, 2, 3, rng=np.random.default_rng(0), kind="fourier")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,7 +322,7 @@ def test_schedule_fills_the_first_layers():
 def test_depth_one_construction_beats_predicting_zero():
     """With the filled plan, one block of the d = 3, p = 2 construction already beats ŷ = 0."""
     rng = np.random.default_rng(0)
-    pr = sample_polynomial_prompts(4000, 50, 3, 2, rng=rng, noise_var=0.01, basis="legendre")
+    pr = sample_polynomial_prompts(4000, 50, 3, 2, rng=rng, noise_var=0.01, kind="legendre")
     w = A.deep_bcd_weights(3, 2, 9, 1.0, kind="legendre")
     z = glu_embed_prompts(pr.xs, pr.ys, pr.x_query, w.n_scratch)
     pred = -A.deep_forward(z, w.layers[:1])[:, -1, -1]

@@ -600,14 +600,14 @@ SPECS.update(
         "tasks.sample_cubic_prompts": (
             tasks.sample_cubic_prompts,
             dict(batch=2, context_len=3, dim=2),
-            dict(rng=None, noise_var=0.1, task_pool=None, basis="hermite"),
+            dict(rng=None, noise_var=0.1, task_pool=None, kind="hermite"),
             dict(
                 batch="int",
                 context_len="int",
                 dim="int",
                 rng="rng",
                 noise_var="float",
-                basis="choice",
+                kind="choice",
             ),
         ),
         "tasks.sample_mixed_prompts": (
@@ -619,7 +619,7 @@ SPECS.update(
         "tasks.sample_polynomial_prompts": (
             tasks.sample_polynomial_prompts,
             dict(batch=2, context_len=3, dim=2, degree=3),
-            dict(rng=None, noise_var=0.1, basis="legendre"),
+            dict(rng=None, noise_var=0.1, kind="legendre"),
             dict(
                 batch="int",
                 context_len="int",
@@ -627,7 +627,7 @@ SPECS.update(
                 degree="int",
                 rng="rng",
                 noise_var="float",
-                basis="choice",
+                kind="choice",
             ),
         ),
         "tasks.sample_quadratic_prompts": (

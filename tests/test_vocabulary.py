@@ -140,12 +140,6 @@ def _type_conflicts(signatures):
 #: Leaks found and not yet closed, each with the reason; the test fails when one is closed (remove it
 #: here) or a new one appears. Chapters pass these by keyword, and renaming one changes a chapter.
 KNOWN_LEAKS = {
-    "tasks.sample_polynomial_prompts: parameter 'basis': the package calls it 'kind'": (
-        "chapter 6 passes basis= (rename with the chapter, through _compat.renamed)"
-    ),
-    "tasks.sample_cubic_prompts: parameter 'basis': the package calls it 'kind'": (
-        "chapter 6's sampler family; renamed with sample_polynomial_prompts"
-    ),
     "dtype: a string in ['studies.Cohort'], another kind of value in ['attention.DeepTransformer', "
     "'attention.GLUFeedForward', 'attention.LearnedBCD', 'attention.LinearSelfAttention', "
     "'attention.TransformerBlock', 'train.BatchedTrainer', 'train.prompts_to_torch', "
