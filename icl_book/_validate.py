@@ -325,12 +325,19 @@ def covariance(name: str, value, dim: int) -> np.ndarray:
 
 
 def generator(rng) -> np.random.Generator:
-    """Require an explicit ``numpy.random.Generator`` (no hidden global seeding)."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)), got {type(rng).__name__}"
-        )
-    return rng
+    """The ``numpy.random.Generator`` of ``rng``: a Generator as given, or a fresh one from an integer
+    seed ``>= 0`` (SciPy's and NumPy's SPEC 7 convention). ``None`` is refused: there is no hidden
+    global seeding, every random draw of the book says where it comes from."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ValueError(f"rng must be a seed >= 0 or a numpy.random.Generator, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(
+        "rng must be a numpy.random.Generator or an integer seed >= 0 "
+        f"(e.g. np.random.default_rng(0) or 0), got {type(rng).__name__}"
+    )
 
 
 def task_vectors(name: str, value, dim: int) -> tuple[np.ndarray, np.ndarray]:

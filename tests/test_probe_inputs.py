@@ -1347,7 +1347,8 @@ def _mutations(kind: str, valid):
     if kind == "rng":
         return [
             ("None", None, True),
-            ("int seed", 0, True),
+            ("bool seed", True, True),
+            ("negative seed", -1, True),
             ("RandomState", np.random.RandomState(0), True),
         ]
     if kind == "callable":

@@ -74,9 +74,18 @@ def test_linear_prompts_reject_bad_input(kwargs, message):
         )
 
 
-def test_rng_must_be_a_generator():
-    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
-        tasks.sample_linear_prompts(2, 3, 2, rng=0)
+def test_rng_is_a_generator_or_an_integer_seed():
+    # SPEC 7: an integer seed means np.random.default_rng(seed); None, bools, floats, RandomState and
+    # negative seeds are refused by name (no hidden global seeding)
+    by_seed = tasks.sample_linear_prompts(2, 3, 2, rng=7)
+    by_gen = tasks.sample_linear_prompts(2, 3, 2, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(by_seed.xs, by_gen.xs)
+    np.testing.assert_array_equal(by_seed.ys, by_gen.ys)
+    for bad in (None, True, 1.0, "0", np.random.RandomState(0)):
+        with pytest.raises(TypeError, match="rng must be a numpy.random.Generator or an integer"):
+            tasks.sample_linear_prompts(2, 3, 2, rng=bad)
+    with pytest.raises(ValueError, match="rng must be a seed >= 0"):
+        tasks.sample_linear_prompts(2, 3, 2, rng=-1)
 
 
 def test_ols_matches_lstsq_and_is_minimum_norm_when_underdetermined():
