@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from booktools.notebooks import chapter_sources, record_nbval_times  # noqa: E402
+from booktools.chapters import chapter_sources  # noqa: E402
+from booktools.notebooks import record_nbval_times  # noqa: E402
 
 
 def main(argv: list[str]) -> None:

@@ -3,6 +3,7 @@
 Commands are ``python -m booktools.<module> ...`` run from the repository root; ``editions``,
 ``explorer_data``, ``notation`` and ``publish`` also take ``--root``. The modules, one job each:
 
+- ``chapters``: the one list of chapters (read from ``_toc.yml``) and their titles.
 - ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.
 - ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booktools import find_root, grader
+from booktools.chapters import chapter_title
 from booktools.grader import ExerciseResult
 from booktools.myst import (
     SOLUTION_TITLE,
@@ -127,13 +128,17 @@ class Chapter:
     number: str
     slug: str
     short: str
-    title: str
     objectives: tuple[str, ...]
     run_time: str | None = None
 
     @property
     def stem(self) -> str:
         return f"{self.number}_{self.slug}"
+
+    @property
+    def title(self) -> str:
+        """The chapter's title: its source's ``# `` heading (:func:`booktools.chapters.chapter_title`)."""
+        return chapter_title(CHAPTERS_DIR / f"{self.stem}.md")
 
 
 # run_time=None: the instructors table takes the run time from chapters/timings.json (written when the
@@ -144,7 +149,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "00",
         "prologue",
         "prologue",
-        "Prologue: in-context learning in five minutes",
         (
             "See a prompt as a small regression data set and an in-context learner as a function of it.",
             "Compare least squares, ridge and one gradient-descent step as the context grows.",
@@ -155,7 +159,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "01",
         "hermite",
         "hermite",
-        "Hermite expansions under the Gaussian measure",
         (
             "Expand a function in probabilists' Hermite polynomials and compute its coefficients.",
             "Separate a link function's linear component from its nonlinear energy.",
@@ -166,7 +169,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "02",
         "lsa_gradient_descent",
         "lsa",
-        "Linear self-attention as one step of gradient descent",
         (
             "Write linear self-attention on a prompt of tokens and read out its prediction.",
             "Build the weights for which linear self-attention equals one (preconditioned) GD step.",
@@ -177,7 +179,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "03",
         "asymptotic_theory",
         "asymptotics",
-        "Asymptotic theory of linear attention",
         (
             "Set up the proportional limit: context, task diversity and pretraining data scaled with d.",
             "Evaluate the exact in-context and in-distribution errors of a given model.",
@@ -188,7 +189,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "04",
         "nonlinearity_noise",
         "nonlinear",
-        "Nonlinear teachers: the nonlinearity–noise equivalence",
         (
             "Show that linear attention extracts only the linear Hermite component of a teacher.",
             "Map a nonlinear single-index task to a linear task with effective noise.",
@@ -199,7 +199,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "05",
         "glu_kernel_regression",
         "glu",
-        "Beyond linear attention: GLU feed-forward layers and kernel gradient descent",
         (
             "Bound what linear self-attention can do on nonlinear tasks.",
             "Build a GLU layer that writes quadratic features, and an LSA+GLU block that takes one "
@@ -211,7 +210,6 @@ CHAPTERS: tuple[Chapter, ...] = (
         "06",
         "depth_block_coordinate_descent",
         "depth",
-        "Depth: block-coordinate descent in a feature space no single block can hold",
         (
             "Stack blocks that each update a subset of kernel features: block-coordinate descent.",
             "Reach a feature space larger than any one block's width.",

@@ -45,6 +45,7 @@ import nbformat
 import yaml
 
 from booktools import find_root
+from booktools.chapters import chapter_notebooks
 from booktools.myst import SOLUTION_TITLE
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "myst_leftovers",
     "BookIndex",
     "Converter",
-    "chapter_notebooks",
     "edition_path",
     "build_editions",
     "stale_editions",
@@ -901,11 +901,6 @@ def myst_leftovers(markdown: str, macros) -> list[str]:
 # --------------------------------------------------------------------------------------------------------
 # Notebooks
 # --------------------------------------------------------------------------------------------------------
-def chapter_notebooks(root: Path) -> list[Path]:
-    """The executed numbered chapters ``chapters/NN_*.ipynb``, in book order."""
-    return sorted((Path(root) / "chapters").glob("[0-9][0-9]_*.ipynb"))
-
-
 def edition_path(root: Path, chapter: Path) -> Path:
     return Path(root) / EDITION_DIR / Path(chapter).name
 

@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 
 from booktools import find_root
+from booktools.chapters import chapter_sources
 
 __all__ = [
-    "chapter_sources",
     "execute_chapter",
     "pair_problems",
     "cells_signature",
@@ -32,11 +32,6 @@ __all__ = [
 # booktools lives in the clone (it is not installed), so the repository is the folder above it.
 ROOT = find_root(Path(__file__).resolve().parent)
 CHAPTERS = ROOT / "chapters"
-
-
-def chapter_sources(root: Path = ROOT) -> list[Path]:
-    """The numbered chapter sources ``chapters/NN_*.md``, in book order."""
-    return sorted((Path(root) / "chapters").glob("[0-9][0-9]_*.md"))
 
 
 def cells_signature(nb) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -317,10 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {CHAPTERS / 'figures.md'}")
         return 0
     if args.command == "time-nbval":
-        record_nbval_times(args.paths or chapter_sources(), tuple(args.threads))
+        record_nbval_times(args.paths or chapter_sources(ROOT), tuple(args.threads))
         return 0
     if args.command == "execute":
-        for md in args.paths or chapter_sources():
+        for md in args.paths or chapter_sources(ROOT):
             print(f"executing {md} ...", flush=True)
             print(f"  wrote {execute_chapter(md)}", flush=True)
         return 0
@@ -328,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:
-        print(f"{len(chapter_sources())} chapter pairs in step")
+        print(f"{len(chapter_sources(ROOT))} chapter pairs in step")
     return 1 if problems else 0
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from booktools import notebooks
+from booktools import chapters
 
 from . import browser
 from .browser import DESKTOP, PHONE, Loaded, find_axe, find_chromium, serve
@@ -30,7 +30,7 @@ from .test_figures import MIN_CSS_PX, png_record, text_css_px
 
 # ICL_BOOK_SITE: check another build of the site (e.g. a copy with older _static files) instead.
 HTML = Path(os.environ.get("ICL_BOOK_SITE") or ROOT / "_build" / "html")
-CHAPTERS = [f"chapters/{md.stem}.html" for md in notebooks.chapter_sources()]
+CHAPTERS = [f"chapters/{md.stem}.html" for md in chapters.chapter_sources(ROOT)]
 MATH_PAGES = ["chapters/intro.html", "chapters/notation.html", *CHAPTERS]
 
 
@@ -124,10 +124,8 @@ def test_phone_navigation_opens(site, page):
     primary = m["primary"]
     assert primary["button"] >= 1, "no visible ☰ (primary sidebar toggle) at 390 px"
     assert primary["open"], "tapping ☰ opened nothing (see _static/icl-drawers.js)"
-    chapters = [c.rsplit("/", 1)[1] for c in CHAPTERS]
-    missing = [
-        c for c in chapters if not any(h.split("#")[0].endswith(c) for h in m["primary_hrefs"])
-    ]
+    names = [c.rsplit("/", 1)[1] for c in CHAPTERS]
+    missing = [c for c in names if not any(h.split("#")[0].endswith(c) for h in m["primary_hrefs"])]
     assert not missing, f"the navigation lacks chapters: {missing}"
     assert primary["links"] >= len(chapters), f"only {primary['links']} visible links in the drawer"
     if m["has_contents"]:

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import yaml
 
-from booktools import editions
+from booktools import chapters, editions
 from booktools.sphinx_colab import colab_edition_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,9 +35,9 @@ def _markdown_cells(path):
 
 
 def test_every_chapter_has_an_edition():
-    chapters = [p.name for p in editions.chapter_notebooks(ROOT)]
-    assert chapters, "no chapters"
-    assert [p.name for p in EDITIONS] == chapters
+    names = [p.name for p in chapters.chapter_notebooks(ROOT)]
+    assert names, "no chapters"
+    assert [p.name for p in EDITIONS] == names
 
 
 @pytest.mark.slow  # the index fixture builds the Sphinx environment (~25 s)
@@ -48,7 +48,7 @@ def test_editions_are_current(index):
 
 @pytest.mark.slow  # the index fixture builds the Sphinx environment (~25 s)
 def test_staleness_check_can_fail(index, tmp_path):
-    chapter = editions.chapter_notebooks(ROOT)[0]
+    chapter = chapters.chapter_notebooks(ROOT)[0]
     text = editions._dumps(editions.convert(index, chapter))
     assert text == (ROOT / "notebooks" / chapter.name).read_text()
     nb = nbformat.read(chapter, as_version=4)

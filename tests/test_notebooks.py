@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from booktools import notebooks
+from booktools import chapters, notebooks
 
 from .conftest import ROOT, VENV_BIN
 
@@ -26,11 +26,16 @@ def repository_url() -> str:
 
 
 def test_every_chapter_pair_is_in_step():
-    assert notebooks.chapter_sources(), "no chapters found"
+    assert chapters.chapter_sources(ROOT), "no chapters found"
     assert notebooks.pair_problems() == []
 
 
 def _copy_chapter_tree(tmp_path):
+    # a book of one chapter: the registry (booktools.chapters) reads the chapters from _toc.yml
+    (tmp_path / "_config.yml").write_text("title: demo\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: chapters/intro\nchapters:\n  - file: chapters/00_prologue\n"
+    )
     (tmp_path / "chapters").mkdir()
     for suffix in (".md", ".ipynb"):
         shutil.copy(PROLOGUE.with_suffix(suffix), tmp_path / "chapters" / f"00_prologue{suffix}")
@@ -57,7 +62,7 @@ def test_pair_check_detects_a_missing_or_unexecuted_notebook(tmp_path):
 
 @pytest.mark.parametrize(
     "md",
-    [pytest.param(md, id=md.stem) for md in notebooks.chapter_sources()],
+    [pytest.param(md, id=md.stem) for md in chapters.chapter_sources(ROOT)],
 )
 def test_install_cell_is_hidden_and_installs_only_when_the_package_is_missing(md):
     """Where the cell installs from (the wheel of this version on the configured site) and what it does
@@ -67,7 +72,7 @@ def test_install_cell_is_hidden_and_installs_only_when_the_package_is_missing(md
     assert 'try:\n    importlib.import_module("icl_book")\nexcept ImportError:' in first_code.source
 
 
-@pytest.mark.parametrize("md", notebooks.chapter_sources(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", chapters.chapter_sources(ROOT), ids=lambda p: p.stem)
 def test_chapter_has_overview_summary_and_exercises(md):
     text = md.read_text()
     assert "**Overview.**" in text

@@ -104,3 +104,14 @@ def test_the_package_docstring_maps_every_module(package):
     ) + sorted(p.name for p in (ROOT / package).iterdir() if (p / "__init__.py").is_file())
     missing = [m for m in modules if f"``{m}``" not in doc and f"icl_book.{m}`" not in doc]
     assert missing == [], f"{package}/__init__.py does not map {missing}"
+
+
+def test_one_chapter_registry():
+    # _toc.yml is the list of chapters; the tools that keep per-chapter data (the assignments'
+    # objectives and exercise prefixes) must cover exactly its chapters, in its order
+    from booktools import assignments, chapters
+
+    stems = chapters.chapter_stems(ROOT)
+    assert stems and all((ROOT / "chapters" / f"{s}.md").is_file() for s in stems)
+    assert [c.stem for c in assignments.CHAPTERS] == stems
+    assert all(c.title for c in assignments.CHAPTERS)  # each source has its "# " title
