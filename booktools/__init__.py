@@ -9,6 +9,7 @@ Commands are ``python -m booktools.<module> ...`` run from the repository root; 
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
 - ``assignments``: student, instructor and nbgrader editions of a chapter; the ``grade`` command and report.
 - ``grader``: scores one submission against its release, checks running in the grader's process.
+- ``grader_codec``: the grader's wire format, both halves (its source is what the kernel runs).
 - ``grader_sandbox``: the box a submission's kernel runs in.
 - ``grader_gradebook``: ``grade``'s scores into nbgrader's gradebook; per-student feedback files.
 - ``notation``: the registry of the book's symbols (one symbol, one meaning).

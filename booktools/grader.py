@@ -13,7 +13,8 @@ What runs where:
   at all. Where a check cell stands, the grader evaluates the check's argument (``relu_coefficient``) in
   the kernel and runs the reference check here with a proxy: each call of the student's function sends
   the grader's inputs to the kernel and brings back the output, serialized as tagged JSON (numbers,
-  arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy)
+  arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy;
+  both halves in :mod:`booktools.grader_codec`, whose source is what the kernel runs)
   through a file named with a per-call random token. Nothing else crosses: no code, no pickles, and no
   printed text is ever read as a result. The grader opens those files through a descriptor of the
   folder it made (no symbolic link followed, regular files only), since the kernel can write there.
@@ -37,15 +38,11 @@ zero. Without the flag an exercise is all or nothing. A submission's own flag or
 from __future__ import annotations
 
 import ast
-import base64
-import collections
 import contextlib
 import copy
-import dataclasses
 import importlib
 import io
 import json
-import keyword
 import os
 import pkgutil
 import queue
@@ -58,9 +55,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from booktools import grader_sandbox
+from booktools import grader_codec, grader_sandbox
 
 __all__ = [
     "InfrastructureError",
@@ -69,15 +64,12 @@ __all__ = [
     "release_plan",
     "partial_credit",
     "grade_submission",
-    "encode",
-    "decode",
 ]
 
 # A reply larger than this is a failed answer, rejected by its size before it is read or parsed (a
 # forged 60 MB reply once took the grader from 328 MB to 1.87 GB); the largest honest answer of the
 # book's checks is far below a megabyte.
 MAX_REPLY_BYTES = 8 * 1024 * 1024
-_OK_DTYPES = {"b", "i", "u", "f", "c"}  # bool, ints, floats, complex
 
 
 class InfrastructureError(RuntimeError):
@@ -109,229 +101,6 @@ class GradeItem:
     args: tuple[str, ...] = ()  # argument expressions of the check call (evaluated in the kernel)
     kwargs: tuple[tuple[str, str], ...] = ()
     partial: bool = False  # partial credit: points × parts passed / parts (release metadata)
-
-
-# --------------------------------------------------------------------------------------------------
-# Serialization (the same tagged JSON both ways; the kernel side is the source text below)
-# --------------------------------------------------------------------------------------------------
-_CODEC = r"""
-import base64 as _b64, json as _json, sys as _sys
-def _enc(v, reg, depth=0):
-    np = _sys.modules.get("numpy")
-    if depth > 32:
-        raise ValueError("answer nested too deeply")
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    # float(v): np.float64 is a float whose repr is "np.float64(0.9)" under NumPy 2
-    if isinstance(v, int):
-        return {"t": "i", "v": str(int(v))}
-    if isinstance(v, float):
-        return {"t": "f", "v": repr(float(v))}
-    if isinstance(v, complex):
-        return {"t": "c", "v": [repr(float(v.real)), repr(float(v.imag))]}
-    torch = _sys.modules.get("torch")
-    if torch is not None and isinstance(v, torch.Tensor):
-        v = v.detach().cpu().numpy()
-    if np is not None and isinstance(v, np.generic):
-        v = v.item() if isinstance(v, (np.bool_, np.integer, np.floating, np.complexfloating)) else v
-        return _enc(v, reg, depth + 1)
-    if np is not None and isinstance(v, np.ndarray):
-        if v.dtype.kind not in "biufc":
-            return {"t": "li", "v": [_enc(x, reg, depth + 1) for x in v.tolist()]}
-        a = np.ascontiguousarray(v)
-        return {"t": "nd", "dtype": a.dtype.str, "shape": list(a.shape),
-                "b": _b64.b64encode(a.tobytes()).decode("ascii")}
-    if isinstance(v, tuple) and hasattr(type(v), "_fields"):
-        cls = type(v)
-        return {"t": "nt", "cls": f"{cls.__module__}:{cls.__qualname__}", "fields": list(cls._fields),
-                "v": [_enc(x, reg, depth + 1) for x in v]}
-    if isinstance(v, tuple):
-        return {"t": "tu", "v": [_enc(x, reg, depth + 1) for x in v]}
-    if isinstance(v, list):
-        return {"t": "li", "v": [_enc(x, reg, depth + 1) for x in v]}
-    if isinstance(v, dict):
-        return {"t": "di", "k": [_enc(k, reg, depth + 1) for k in v], "v": [_enc(x, reg, depth + 1) for x in v.values()]}
-    if callable(v):
-        reg.append(v)
-        return {"t": "fn", "ref": len(reg) - 1}
-    return {"t": "obj", "type": type(v).__name__}
-def _dec(v):
-    np = __import__("numpy")
-    if not isinstance(v, dict):
-        return v
-    t = v["t"]
-    if t == "i": return int(v["v"])
-    if t == "f": return float(v["v"])
-    if t == "c": return complex(float(v["v"][0]), float(v["v"][1]))
-    if t == "nd":
-        a = np.frombuffer(_b64.b64decode(v["b"]), dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
-        if v.get("torch"):
-            import torch
-            return torch.from_numpy(a)
-        return a
-    if t == "tu": return tuple(_dec(x) for x in v["v"])
-    if t == "li": return [_dec(x) for x in v["v"]]
-    if t == "di": return {_dec(k): _dec(x) for k, x in zip(v["k"], v["v"])}
-    if t in ("nt", "dc"):  # the book's own types (a FeatureBlock, a named result): rebuilt here
-        import importlib
-        module, _, qual = v["cls"].partition(":")
-        cls = importlib.import_module(module)
-        for part in qual.split("."):
-            cls = getattr(cls, part)
-        if t == "nt":
-            return cls(*[_dec(x) for x in v["v"]])
-        return cls(**{k: _dec(x) for k, x in zip(v["fields"], v["v"])})
-    raise ValueError(f"cannot decode {t}")
-def _icl_grader_rpc(req_path, user_ns):
-    reg = _sys.modules.setdefault("_icl_grader_refs", type(_sys)("_icl_grader_refs"))
-    if not hasattr(reg, "refs"):
-        reg.refs = []
-    with open(req_path) as fh:
-        req = _json.load(fh)
-    out = {"token": req["token"]}
-    try:
-        if req["op"] == "eval":
-            value = eval(req["expr"], user_ns)
-        else:
-            args = [_dec(a) for a in req["args"]]
-            kwargs = {k: _dec(a) for k, a in req["kwargs"].items()}
-            value = reg.refs[req["ref"]](*args, **kwargs)
-        out["value"] = _enc(value, reg.refs)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        out["error"] = [type(exc).__name__, str(exc)[:300],
-                        isinstance(exc, NotImplementedError)]
-    with open(req["reply"], "w") as fh:
-        _json.dump(out, fh)
-"""
-
-
-def encode(value, depth: int = 0):
-    """Tagged JSON of a value the grader sends to the kernel (numbers, arrays, tensors, containers,
-    and the package's own named tuples and dataclasses, rebuilt in the kernel from ``icl_book``)."""
-    if depth > 32:
-        raise ValueError("value nested too deeply")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, np.integer)):
-        return {"t": "i", "v": str(int(value))}
-    if isinstance(value, (float, np.floating)):
-        return {"t": "f", "v": repr(float(value))}
-    if isinstance(value, complex):
-        return {"t": "c", "v": [repr(value.real), repr(value.imag)]}
-    torch_flag = False
-    if type(value).__module__.startswith("torch"):
-        value, torch_flag = value.detach().cpu().numpy(), True
-    if isinstance(value, np.ndarray):
-        a = np.ascontiguousarray(value)
-        out = {"t": "nd", "dtype": a.dtype.str, "shape": list(a.shape)}
-        out["b"] = base64.b64encode(a.tobytes()).decode("ascii")
-        if torch_flag:
-            out["torch"] = True
-        return out
-    cls = type(value)
-    own = cls.__module__ == "icl_book" or cls.__module__.startswith("icl_book.")
-    name = f"{cls.__module__}:{cls.__qualname__}"
-    if isinstance(value, tuple) and hasattr(cls, "_fields") and own:
-        return {"t": "nt", "cls": name, "v": [encode(x, depth + 1) for x in value]}
-    if dataclasses.is_dataclass(value) and own:
-        fields = [f.name for f in dataclasses.fields(value) if f.init]
-        values = [encode(getattr(value, f), depth + 1) for f in fields]
-        return {"t": "dc", "cls": name, "fields": fields, "v": values}
-    if isinstance(value, tuple):
-        return {"t": "tu", "v": [encode(x, depth + 1) for x in value]}
-    if isinstance(value, list):
-        return {"t": "li", "v": [encode(x, depth + 1) for x in value]}
-    if isinstance(value, dict):
-        return {
-            "t": "di",
-            "k": [encode(k, depth + 1) for k in value],
-            "v": [encode(x, depth + 1) for x in value.values()],
-        }
-    raise TypeError(f"the grader cannot send a {type(value).__name__} to a submission")
-
-
-class Opaque:
-    """A kernel object the grader cannot receive (a check rejects it like any wrong type)."""
-
-    def __init__(self, type_name: str):
-        self.type_name = type_name
-
-    def __repr__(self) -> str:
-        return f"<{self.type_name} from the submission>"
-
-
-def _named_tuple(cls_name: str, fields: list, values: list):
-    """An allowed ``icl_book`` NamedTuple class, else a generic named tuple with those fields."""
-    module, _, qual = str(cls_name).partition(":")
-    if module == "icl_book" or module.startswith("icl_book."):
-        try:
-            cls = importlib.import_module(module)
-            for part in qual.split("."):
-                cls = getattr(cls, part)
-            if isinstance(cls, type) and issubclass(cls, tuple) and list(cls._fields) == fields:
-                return cls(*values)
-        except (ImportError, AttributeError, TypeError):
-            pass
-    names = [
-        f if isinstance(f, str) and f.isidentifier() and not keyword.iskeyword(f) else "_"
-        for f in fields
-    ]
-    return collections.namedtuple("Answer", names, rename=True)(*values)
-
-
-def decode(value, remote=None, depth: int = 0):
-    """The grader's reading of a kernel reply: data only (``remote(ref)`` makes function proxies)."""
-    if depth > 40:
-        raise ValueError("reply nested too deeply")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if isinstance(value, list):
-        raise ValueError("untagged list in reply")
-    if not isinstance(value, dict) or "t" not in value:
-        raise ValueError("malformed reply")
-    t = value["t"]
-    sub = lambda x: decode(x, remote, depth + 1)  # noqa: E731
-    if t == "i":
-        text = str(value["v"])
-        if len(text) > 400:
-            raise ValueError("integer too large")
-        return int(text)
-    if t == "f":
-        return float(str(value["v"]))
-    if t == "c":
-        return complex(float(str(value["v"][0])), float(str(value["v"][1])))
-    if t == "nd":
-        dtype = np.dtype(str(value["dtype"]))
-        if dtype.kind not in _OK_DTYPES or dtype.hasobject:
-            raise ValueError(f"array dtype {dtype} not accepted")
-        shape = tuple(int(s) for s in value["shape"])
-        raw = base64.b64decode(str(value["b"]), validate=True)
-        if any(s < 0 for s in shape) or int(np.prod(shape)) * dtype.itemsize != len(raw):
-            raise ValueError("array shape and data disagree")
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    if t == "tu":
-        return tuple(sub(x) for x in value["v"])
-    if t == "li":
-        return [sub(x) for x in value["v"]]
-    if t == "di":
-        keys = [sub(k) for k in value["k"]]
-        return {
-            (k if isinstance(k, (str, int, float, bool, tuple)) or k is None else repr(k)): sub(x)
-            for k, x in zip(keys, value["v"], strict=False)
-        }
-    if t == "nt":
-        return _named_tuple(value["cls"], list(value["fields"]), [sub(x) for x in value["v"]])
-    if t == "fn":
-        if remote is None:
-            raise ValueError("function in reply")
-        return remote(int(value["ref"]))
-    if t == "obj":
-        return Opaque(str(value.get("type", "object"))[:80])
-    raise ValueError(f"unknown tag {t!r}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -528,13 +297,8 @@ class _Session:
         fd = os.open(req_name, flags, 0o644, dir_fd=self.dir_fd)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(body)
-        code = (
-            f"exec({_CODEC!r}, __icl_g := {{}})\n"
-            f"__icl_g['_icl_grader_rpc']({str(self.channel / req_name)!r}, globals())\n"
-            "del __icl_g"
-        )
         try:
-            self.run(code, timeout)
+            self.run(grader_codec.kernel_code(str(self.channel / req_name)), timeout)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(req_name, dir_fd=self.dir_fd)
@@ -565,7 +329,7 @@ class _Session:
             if not_impl:
                 raise NotImplementedError(str(message))
             raise RemoteError(f"{str(name)[:80]}: {str(message)[:300]}")
-        return decode(data.get("value"), remote=self.proxy)
+        return grader_codec.decode(data.get("value"), remote=self.proxy)
 
     def proxy(self, ref: int):
         session = self
@@ -582,8 +346,8 @@ class _Session:
                 req = {
                     "op": "call",
                     "ref": ref,
-                    "args": [encode(a) for a in args],
-                    "kwargs": {str(k): encode(v) for k, v in kwargs.items()},
+                    "args": [grader_codec.encode(a) for a in args],
+                    "kwargs": {str(k): grader_codec.encode(v) for k, v in kwargs.items()},
                 }
                 return session.request(req, left)
 

@@ -465,9 +465,9 @@ def test_timeout_interrupts_and_grading_goes_on(batch):
 
 
 def test_decoder_accepts_data_only():
-    from booktools import grader as G
+    from booktools import grader_codec as C
 
-    assert G.decode(json.loads(json.dumps(G.encode((1, 2.5, [True, None], {"a": "b"}))))) == (
+    assert C.decode(json.loads(json.dumps(C.encode((1, 2.5, [True, None], {"a": "b"}))))) == (
         1,
         2.5,
         [True, None],
@@ -481,8 +481,8 @@ def test_decoder_accepts_data_only():
         [1, 2],
     ):
         with pytest.raises(ValueError):
-            G.decode(bad)
-    assert isinstance(G.decode({"t": "obj", "type": "Liar"}), G.Opaque)
+            C.decode(bad)
+    assert isinstance(C.decode({"t": "obj", "type": "Liar"}), C.Opaque)
 
 
 def test_kernel_encoder_round_trips_numpy_and_torch_answers():
@@ -491,13 +491,13 @@ def test_kernel_encoder_round_trips_numpy_and_torch_answers():
     import numpy as np
     import torch
 
-    from booktools import grader as G
+    from booktools import grader_codec as C
 
     space: dict = {}
-    exec(G._CODEC, space)  # the kernel's side, as the grader sends it
+    exec(C.source(), space)  # the kernel's side, as the grader sends it
 
     def through(value):
-        return G.decode(json.loads(json.dumps(space["_enc"](value, []))))
+        return C.decode(json.loads(json.dumps(space["encode_reply"](value, []))))
 
     for value in (0.9, np.float64(0.9), np.float32(0.25), np.int64(-3), np.bool_(True), 7, True):
         got = through(value)
@@ -519,15 +519,15 @@ def test_the_grader_sends_the_books_own_types():
     ``FeatureBlock`` list once failed with "the grader cannot send a FeatureBlock")."""
     import numpy as np
 
-    from booktools import grader as G
+    from booktools import grader_codec as C
     from icl_book import theory
     from icl_book.features import partition_features
 
     space: dict = {}
-    exec(G._CODEC, space)
+    exec(C.source(), space)
 
     def to_kernel(value):
-        return space["_dec"](json.loads(json.dumps(G.encode(value))))
+        return space["decode_argument"](json.loads(json.dumps(C.encode(value))))
 
     blocks = partition_features(2, 3, 4, kind="legendre")
     back = to_kernel(blocks)
@@ -539,7 +539,7 @@ def test_the_grader_sends_the_books_own_types():
     assert type(got) is type(moments)
     assert all(np.array_equal(a, b) for a, b in zip(got, moments, strict=True))
     with pytest.raises(TypeError, match="cannot send"):
-        G.encode(object())
+        C.encode(object())
 
 
 @pytest.mark.slow  # one kernel: ~5 s
