@@ -734,64 +734,28 @@ def student_notebook(nb, name: str | None = None):
     return release_notebook(nbgrader_source_notebook(nb, name))
 
 
-# nbgrader 0.9's generate_assignment, step by step (nbgrader/preprocessors): LockCells, ClearSolutions,
-# ClearOutput, ComputeChecksums (no header/footer, no hidden tests, no mark schemes in our sources).
 def _nb_is(cell, key: str) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get(key, False))
-
-
-def _nbgrader_checksum(cell) -> str:
-    """nbgrader.utils.compute_checksum."""
-    import hashlib
-
-    meta = cell.metadata.nbgrader
-    m = hashlib.md5()
-    for part in (cell.source, cell.cell_type, str(_nb_is(cell, "grade"))):
-        m.update(part.encode("utf-8"))
-    m.update(str(_nb_is(cell, "solution")).encode("utf-8"))
-    m.update(str(_nb_is(cell, "locked")).encode("utf-8"))
-    m.update(meta["grade_id"].encode("utf-8"))
-    if _nb_is(cell, "grade"):
-        m.update(str(float(meta["points"])).encode("utf-8"))
-    return m.hexdigest()
 
 
 def release_notebook(source):
     """The student release of an nbgrader source notebook, as ``nbgrader generate_assignment`` writes it.
 
-    Solution and check cells are locked (``deletable``/``editable`` false), solution regions become
-    ``# YOUR CODE HERE`` / ``raise NotImplementedError()``, written answers ``YOUR ANSWER HERE``,
-    outputs are cleared and graded/solution/locked cells get nbgrader's checksums.
+    Run through nbgrader's own preprocessors, in its order (LockCells, ClearSolutions, ClearOutput,
+    ComputeChecksums; our sources have no header, hidden tests or mark schemes): solution and check cells
+    locked, solution regions replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()``, written
+    answers by ``YOUR ANSWER HERE``, outputs cleared, checksums computed. A test compares the result
+    with ``nbgrader generate_assignment``'s release, cell for cell.
     """
     import nbformat
+    from nbgrader.preprocessors import ClearOutput, ClearSolutions, ComputeChecksums, LockCells
 
-    nb = copy.deepcopy(source)
-    nb.metadata.pop("celltoolbar", None)
-    for cell in nb.cells:
-        solution, graded = _nb_is(cell, "solution"), _nb_is(cell, "grade")
-        locked = _nb_is(cell, "locked")
-        if solution:  # LockCells
-            cell.metadata["deletable"] = False
-        elif graded or locked:
-            cell.metadata["deletable"] = False
-            cell.metadata["editable"] = False
-        if solution or _has_markers(cell.source):  # ClearSolutions
-            replaced = any("BEGIN SOLUTION" in line for line in cell.source.split("\n"))
-            if replaced:
-                if not solution:
-                    raise AssignmentError("solution region in a cell that is not a solution cell")
-                cell.source, _ = stub_solution(cell.source)
-            elif cell.cell_type == "code":
-                cell.source = "\n".join(CODE_STUB)
-            else:
-                cell.source = ANSWER_STUB
-        if cell.cell_type == "code":  # ClearOutput
-            cell.outputs, cell.execution_count = [], None
-            cell.metadata.pop("collapsed", None)
-            cell.metadata.pop("scrolled", None)
-        if solution or graded or locked:  # ComputeChecksums
-            cell.metadata.nbgrader["checksum"] = _nbgrader_checksum(cell)
-            cell.metadata.nbgrader["cell_type"] = cell.cell_type
+    nb, resources = copy.deepcopy(source), {}
+    for step in (LockCells(), ClearSolutions(), ClearOutput(), ComputeChecksums()):
+        try:
+            nb, resources = step.preprocess(nb, resources)
+        except RuntimeError as exc:  # e.g. a solution region outside a solution cell
+            raise AssignmentError(f"nbgrader's {type(step).__name__}: {exc}") from None
     nbformat.validate(nb)
     return nb
 
