@@ -329,7 +329,11 @@ class _Session:
             if not_impl:
                 raise NotImplementedError(str(message))
             raise RemoteError(f"{str(name)[:80]}: {str(message)[:300]}")
-        return grader_codec.decode(data.get("value"), remote=self.proxy)
+        try:
+            return grader_codec.decode(data.get("value"), remote=self.proxy)
+        except (ValueError, TypeError, RecursionError) as exc:
+            # the submission's own reply: this check fails, the next exercises are still graded
+            raise RemoteError(f"unreadable answer: {str(exc)[:200]}") from None
 
     def proxy(self, ref: int):
         session = self

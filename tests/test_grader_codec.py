@@ -147,3 +147,29 @@ def test_the_halves_differ_where_trust_does():
         grader_codec.decode({"t": "i"})
     with pytest.raises(TypeError, match="cannot send"):
         grader_codec.encode(len)
+
+
+def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
+    """A reply that decodes to nothing the grader accepts (here a forged unknown tag) is a
+    RemoteError for that request, which fails that check, not an error that ends the submission."""
+    session = object.__new__(grader._Session)
+    session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
+    session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    user_ns = {"value": 1.5}
+
+    def run(code, timeout):  # the kernel answers, then a forged value replaces its answer
+        exec(code, user_ns)
+        for reply in tmp_path.iterdir():
+            data = json.loads(reply.read_text())
+            if "token" in data and "value" in data:
+                reply.write_text(json.dumps({**data, "value": {"t": "zz"}}))
+
+    session.run = run
+    try:
+        with pytest.raises(grader.RemoteError, match="unreadable answer"):
+            session.request({"op": "eval", "expr": "value"}, 5)
+        session.run = lambda code, timeout: exec(code, user_ns)
+        assert session.request({"op": "eval", "expr": "value"}, 5) == 1.5  # the next one works
+    finally:
+        session.close()
+        sys.modules.pop("_icl_grader_refs", None)
