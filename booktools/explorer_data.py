@@ -6,8 +6,8 @@
   (:data:`icl_book.hermite.LINKS`: ``μ_0``, ``μ_1``, ``μ_1²``, ``E f²`` and ``ρ_eff(ρ = 0)`` from
   :mod:`icl_book.hermite`, so that the page forms ``ρ_eff = max(ρ + E f² − μ_1², ρ)`` for any ``ρ`` exactly
   as :func:`icl_book.theory.equivalent_linear_task`) and simulated ``(τ, e_ICL ± se, e_IDG ± se)`` points of
-  the package's fast simulator (:func:`icl_book.simulate.simulated_errors`; for a nonlinear teacher
-  :func:`icl_book.simulate.pretrain_reduced_lsa` and the exact :func:`icl_book.theory.nonlinear_error_of_gamma`);
+  the package's fast simulator, run through its sweep engine (:func:`icl_book.simulate.sweep`: the exact errors
+  of each run, their mean and standard error over the seeds);
 - ``_extra/explorer/explorer-static.png``: the static figure that the PDF edition prints instead of the
   explorer (theory from :mod:`icl_book.theory`, the same simulated points).
 
@@ -88,50 +88,54 @@ def teacher_table() -> list[dict]:
     return rows
 
 
-def _rng(set_index: int, tau_index: int, seed: int) -> np.random.Generator:
-    return np.random.default_rng([2026, set_index, tau_index, seed])
+def _seed(set_index: int, tau_index: int, seed: int) -> tuple[int, int, int, int]:
+    """The seed of one run (the entropy of its :class:`numpy.random.SeedSequence`)."""
+    return (2026, set_index, tau_index, seed)
+
+
+def _point(spec: dict, tau: float) -> dict:
+    """The :func:`icl_book.simulate.sweep` point of a set of :data:`SIMULATIONS` at ``tau``."""
+    return {
+        "dim": DIM,
+        "alpha": spec["alpha"],
+        "tau": tau,
+        "kappa": np.inf if spec["kappa"] is None else spec["kappa"],
+        "noise_var": spec["rho"],
+        "ridge": spec["ridge"],
+        "link": None if spec["teacher"] == "linear" else spec["teacher"],
+    }
+
+
+def _sweep(spec: dict, set_index: int, tau_index: int, seeds):
+    from icl_book.simulate import sweep
+
+    point = _point(spec, spec["taus"][tau_index])
+    return sweep([point], seeds=[_seed(set_index, tau_index, s) for s in seeds])[0]
 
 
 def simulate_point(spec: dict, set_index: int, tau_index: int, seed: int) -> tuple[float, float]:
-    """``(e_ICL, e_IDG)`` of one pretraining run (``e_IDG`` is ``nan`` at κ = ∞)."""
-    from icl_book import hermite, simulate, theory
-
-    kappa = np.inf if spec["kappa"] is None else spec["kappa"]
-    tau = spec["taus"][tau_index]
-    rng = _rng(set_index, tau_index, seed)
-    args = (DIM, spec["alpha"], tau, kappa, spec["rho"], spec["ridge"])
-    if spec["teacher"] == "linear":
-        out = simulate.simulated_errors(*args, rng=rng)
-        return float(out.icl), float(out.idg)
-    link = hermite.get_link(spec["teacher"])
-    gamma, pool = simulate.pretrain_reduced_lsa(*args, link=link, rng=rng)
-    ell, _, _ = simulate.problem_sizes(DIM, spec["alpha"], tau, kappa)
-    icl = theory.nonlinear_error_of_gamma(gamma, link, ell / DIM, spec["rho"])
-    idg = math.nan
-    if pool is not None:
-        idg = theory.nonlinear_error_of_gamma(gamma, link, ell / DIM, spec["rho"], task_pool=pool)
-    return float(icl), float(idg)
+    """``(e_ICL, e_IDG)`` of one pretraining run (``e_IDG`` is ``nan`` at κ = ∞), through the sweep engine."""
+    row = _sweep(spec, set_index, tau_index, [seed])
+    return row.icl[0], row.idg[0]
 
 
-def _mean_se(values: list[float]) -> tuple[float | None, float | None]:
-    v = np.asarray(values, dtype=np.float64)
-    if np.any(np.isnan(v)):
-        return None, None
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def simulate_set(spec: dict, set_index: int, *, log=print) -> dict:
+    """The points of one set: per τ, the runs of :data:`SEEDS` and their mean ± standard error (the sweep's)."""
     points = []
     for i, tau in enumerate(spec["taus"]):
-        runs = [simulate_point(spec, set_index, i, s) for s in SEEDS]
-        icl, icl_se = _mean_se([r[0] for r in runs])
-        idg, idg_se = _mean_se([r[1] for r in runs])
+        row = _sweep(spec, set_index, i, SEEDS)
+        icl, icl_se = _none_if_nan(row.icl_mean), _none_if_nan(row.icl_sem)
+        idg, idg_se = _none_if_nan(row.idg_mean), _none_if_nan(row.idg_sem)
         points.append(
             {"tau": tau, "icl": icl, "icl_se": icl_se, "idg": idg, "idg_se": idg_se,
-             "icl_runs": [r[0] for r in runs], "idg_runs": [None if math.isnan(r[1]) else r[1] for r in runs]}
+             "icl_runs": list(row.icl), "idg_runs": [_none_if_nan(r) for r in row.idg]}
         )  # fmt: skip
         log(
-            f"  {spec['teacher']} kappa={spec['kappa']} ridge={spec['ridge']} tau={tau}: e_ICL={icl:.4f}"
+            f"  {spec['teacher']} kappa={spec['kappa']} ridge={spec['ridge']} tau={tau}: e_ICL={row.icl_mean:.4f}"
         )
     return {**{k: v for k, v in spec.items() if k != "taus"}, "dim": DIM, "seeds": list(SEEDS),
             "points": points}  # fmt: skip

@@ -9,8 +9,8 @@ Modules (one job each):
 - :mod:`icl_book.hermite` -- Hermite expansions under the Gaussian measure.
 - :mod:`icl_book.features` -- polynomial feature maps (Hermite, Legendre, monomial) and their kernels.
 - :mod:`icl_book.attention` -- linear self-attention, GLU layers, deep stacks and their exact constructions.
-- :mod:`icl_book.theory` -- closed-form asymptotics of linear attention and the nonlinearity–noise mapping.
-- :mod:`icl_book.simulate` -- the fast pretraining simulator for the reduced linear-attention model.
+- :mod:`icl_book.theory` -- closed forms: attention asymptotics, nonlinearity–noise mapping, one-step GD risks.
+- :mod:`icl_book.simulate` -- the fast reduced-model simulator: ``sizes``, ``solver``, ``pretrain``, ``sweeps``.
 - :mod:`icl_book.train` -- seeded torch training loops.
 - :mod:`icl_book.studies` -- the converged training studies of chapters 5 and 6: what is trained, and loading it.
 - :mod:`icl_book.plotting` -- the book's figure style.

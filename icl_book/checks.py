@@ -37,20 +37,24 @@ from . import _validate
 from .attention.glu import GLULSABlockWeights, glu_lsa_block_predict
 from .attention.lsa import lsa_forward, token_matrix
 from .estimators import (
-    best_one_step_eta,
     block_coordinate_gd_predict,
-    hermite_one_step_excess_risk,
     one_step_gd_predict,
     one_step_kernel_gd_predict,
-    optimal_preconditioned_risk,
-    optimal_preconditioner,
     polynomial_kernel,
 )
 from .features import partition_features
 from .hermite import LINKS, effective_noise, erf_link
 from .simulate import simulated_errors
 from .tasks import sample_linear_prompts
-from .theory import equivalent_linear_task, icl_error, idg_error
+from .theory import (
+    best_one_step_eta,
+    equivalent_linear_task,
+    hermite_one_step_excess_risk,
+    icl_error,
+    idg_error,
+    optimal_preconditioned_risk,
+    optimal_preconditioner,
+)
 
 __all__ = ["CheckFailed", "Passed", "passed", "call_answer", "require_close"]
 __all__ += ["NotAnswered", "Unanswered", "continue_when_unanswered"]

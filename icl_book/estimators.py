@@ -2,7 +2,12 @@
 
 Every predictor takes a batch of prompts ``xs (B, N, d)``, ``ys (B, N)``, ``x_query (B, d)`` (plus its own
 hyper-parameters) and returns the predictions ``(B,)`` at the queries: what a transformer would output, computed
-by a classical algorithm. Closed-form risks of the one-step GD family live here too (chapter 2).
+by a classical algorithm.
+
+The closed-form risks that chapters 0, 2 and 5 compare these predictors with (``one_step_gd_risk``,
+``best_one_step_eta``, ``optimal_preconditioner``, ``optimal_preconditioned_risk``, ``best_linear_risk_quadratic``,
+``hermite_one_step_excess_risk``) live in :mod:`icl_book.theory`, where they are documented; they stay importable
+from here, as the chapters call them (``estimators.best_one_step_eta(...)``).
 """
 
 from __future__ import annotations
@@ -15,11 +20,9 @@ from ._blas import one_blas_thread
 from ._compat import renamed
 from ._validate import (
     ArgumentTypeError,
-    _raw_array,
     as_array,
     callable_output,
     check_prompt_shapes,
-    covariance,
     finite_float,
     flag,
     integer,
@@ -31,19 +34,24 @@ from ._validate import (
     square_matrix,
 )
 
+# Closed-form risks, defined in icl_book.theory and re-exported for the chapters' ``estimators.X`` calls
+# (not in __all__: documented once, in icl_book.theory).
+from .theory import (  # noqa: F401
+    best_linear_risk_quadratic,
+    best_one_step_eta,
+    hermite_one_step_excess_risk,
+    one_step_gd_risk,
+    optimal_preconditioned_risk,
+    optimal_preconditioner,
+)
+
 __all__ = [
     "ols_predict",
     "ridge_predict",
     "bayes_optimal_predict",
     "one_step_gd_predict",
-    "one_step_gd_risk",
-    "best_one_step_eta",
-    "optimal_preconditioner",
-    "optimal_preconditioned_risk",
     *["polynomial_kernel", "glu_kernel", "hermite_quadratic_kernel"],
     *["one_step_kernel_gd_predict", "kernel_ridge_predict", "feature_ridge_predict"],
-    "best_linear_risk_quadratic",
-    "hermite_one_step_excess_risk",
     *["block_coordinate_gd_predict", "kernel_least_squares_predict"],
     *["fit_one_step_preconditioner", "preconditioned_feature_step_predict"],
     "fit_mixed_preconditioner",
@@ -167,64 +175,6 @@ def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.
     if preconditioner is not None:
         g = g @ square_matrix("preconditioner", preconditioner, d).T
     return eta * np.einsum("bd,bd->b", x_query, g)
-
-
-def _gd_moments(input_cov, context_len, noise_var):
-    cov = as_array("input_cov", input_cov, 2)
-    if cov.shape[0] != cov.shape[1] or cov.shape[0] < 1:
-        raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
-    cov = covariance("input_cov", cov, cov.shape[0])
-    n = positive_int("context_len", context_len)
-    s2 = nonnegative_float("noise_var", noise_var)
-    # S = E[g gᵀ] for g = (1/N) Σ y_i x_i, with w ~ N(0, I), x ~ N(0, Λ):
-    # (1 + 1/N) Λ² + ((tr Λ + σ²)/N) Λ.
-    second = (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
-    return cov, n, s2, second
-
-
-def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
-    """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
-
-    For ``x ~ N(0, Λ)``, ``w ~ N(0, I)``, noise ``σ²``:
-    ``R(Γ) = tr Λ + σ² − 2 tr(Λ Γ Λ) + tr(Γ S Γᵀ Λ)`` with ``S = (1+1/N) Λ² + ((tr Λ+σ²)/N) Λ``.
-    """
-    cov, _, s2, second = _gd_moments(input_cov, context_len, noise_var)
-    gamma = square_matrix("preconditioner", preconditioner, cov.shape[0])
-    return float(
-        np.trace(cov)
-        + s2
-        - 2 * np.trace(cov @ gamma @ cov)
-        + np.trace(gamma @ second @ gamma.T @ cov)
-    )
-
-
-def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> float:
-    """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``.
-
-    ``input_cov`` must be a non-zero ``(d, d)`` covariance (``Λ = 0`` has no best step: refused).
-    """
-    cov, _, _, second = _gd_moments(input_cov, context_len, noise_var)
-    if not np.any(cov):
-        # Λ = 0: every step has the same risk σ², and tr(Λ²)/tr(SΛ) is 0/0.
-        raise ValueError("input_cov must be non-zero (with Λ = 0 every step η has the same risk)")
-    return float(np.trace(cov @ cov) / np.trace(second @ cov))
-
-
-def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
-    """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
-
-    It minimises :func:`one_step_gd_risk` over all ``Γ`` (chapter 2).
-    """
-    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
-    d = cov.shape[0]
-    return np.linalg.inv((1 + 1 / n) * cov + ((np.trace(cov) + s2) / n) * np.eye(d))
-
-
-def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 0.0) -> float:
-    """``R* = tr Λ + σ² − tr(Λ Γ* Λ)``, the risk of the best one-step preconditioned GD predictor."""
-    cov, _, s2, _ = _gd_moments(input_cov, context_len, noise_var)
-    gamma = optimal_preconditioner(cov, context_len, noise_var)
-    return float(np.trace(cov) + s2 - np.trace(cov @ gamma @ cov))
 
 
 # --- glu: polynomial kernels, one-step kernel GD, kernel ridge, the linear bound (chapter 5) ---
@@ -417,76 +367,6 @@ def feature_ridge_predict(xs, ys, x_query, feature_map, ridge: float) -> np.ndar
     gram = np.swapaxes(phi, 1, 2) @ phi + ridge * np.eye(p)
     coef = _solve_batched(gram, np.einsum("bnp,bn->bp", phi, ys))
     return np.einsum("bp,bp->b", coef, phi_q)
-
-
-def best_linear_risk_quadratic(A, noise_var: float = 0.0):
-    """Risk of the best linear predictor ``uᵀx`` of ``y = xᵀAx + ε``, ``x ~ N(0, I_d)``: ``σ² + 2‖A‖_F² + (tr A)²``.
-
-    Every LSA's prediction is linear in ``x_q`` given the context, so this is a lower bound on its risk
-    (chapter 5). The best ``u`` is ``0``: ``E[y x] = 0`` (odd moments of a Gaussian vanish).
-
-    Parameters
-    ----------
-    A
-        Symmetric ``(d, d)`` matrix, or a batch ``(B, d, d)``.
-    noise_var
-        ``σ² >= 0``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        A float for one matrix, a ``(B,)`` array for a batch.
-    """
-    a = as_array("A", A)
-    if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 1:
-        raise ValueError(
-            f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}"
-        )
-    if not np.all(np.isfinite(a)):
-        raise ValueError("A must be finite")
-    if not np.allclose(a, np.swapaxes(a, -1, -2), rtol=1e-10, atol=1e-12):
-        raise ValueError("A must be symmetric (use (A + Aᵀ)/2: xᵀAx only sees the symmetric part)")
-    noise_var = nonnegative_float("noise_var", noise_var)
-    risk = noise_var + 2 * np.sum(a**2, axis=(-1, -2)) + np.trace(a, axis1=-2, axis2=-1) ** 2
-    return float(risk) if a.ndim == 2 else risk
-
-
-def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
-    """Exact excess risk of one GD step (``η = 1``) on the Hermite features, averaged over random quadratics.
-
-    Features ``φ = [1; x; h(x)]`` (``p = (d+1)(d+2)/2``, identity covariance under ``x ~ N(0, I_d)``), tasks
-    ``A`` from :func:`icl_book.tasks.sample_quadratic_tasks` (``E_A[(xᵀAx)²] = 1``), noise ``σ²``. Writing
-    ``y = θᵀφ(x) + ε``, the step ``ĝ = (1/N) Σ_i y_i φ(x_i)`` is unbiased and its excess risk is exactly
-
-    ``E‖ĝ − θ‖² = (E[y² ‖φ(x)‖²] − ‖θ‖²) / N = (σ² p + d/2 + (d+4)(d+6)/2) / N``  for every ``N >= 1``
-
-    (use ``‖φ‖² = 1 + d/2 + ‖x‖⁴/2``, ``E_A[(xᵀAx)²] = ‖x‖⁴ / (d(d+2))`` and ``E‖x‖^{2k}`` of a ``χ²_d``).
-
-    Parameters
-    ----------
-    context_len
-        ``N >= 1``, an int or an array of ints.
-    dim
-        ``d >= 1``.
-    noise_var
-        ``σ² >= 0``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The excess risk (risk minus ``σ²``), shaped like ``context_len``.
-    """
-    dim = positive_int("dim", dim)
-    noise_var = nonnegative_float("noise_var", noise_var)
-    n = _raw_array("context_len", context_len) if not isinstance(context_len, bool) else None
-    if n is None or not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
-        raise ValueError(
-            f"context_len must be an integer (or integer array) >= 1, got {context_len!r}"
-        )
-    p = (dim + 1) * (dim + 2) / 2
-    constant = noise_var * p + dim / 2 + (dim + 4) * (dim + 6) / 2
-    out = constant / n
-    return float(out) if out.ndim == 0 else out
 
 
 # --- depth: block-coordinate GD in a feature space, kernel least squares (chapter 6) ---

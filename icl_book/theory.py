@@ -1,4 +1,5 @@
-"""Closed-form asymptotics of pretrained linear attention (Lu et al., chapter 3).
+"""Closed-form theory: the asymptotics of pretrained linear attention (Lu et al., chapter 3), the
+nonlinearity–noise mapping (chapter 4), and the exact risks the chapters compare simulations with.
 
 Conventions (chapter 3): inputs ``x ~ N(0, I_d / d)``, tasks with ``‖w‖ = √d``, labels
 ``y = x·w + ε`` with ``ε ~ N(0, ρ)``; context length ``ℓ = αd``, ``K = κd`` pretraining tasks
@@ -10,6 +11,11 @@ model predicts ``ŷ = ⟨Γ, H_Z⟩`` with ``Γ ∈ R^{d×(d+1)}``.
 - :func:`idg_error` -- the ridgeless in-distribution error ``e_IDG`` on the ``K`` pretraining tasks.
 - :func:`error_of_gamma` -- the exact error of a given ``Γ`` at any finite ``d``.
 - :func:`wishart_stieltjes` -- the function ``M_κ`` that all the formulas are built from.
+- :func:`one_step_gd_risk`, :func:`best_one_step_eta`, :func:`optimal_preconditioner`,
+  :func:`optimal_preconditioned_risk` -- the exact risk of one (preconditioned) GD step and its optimum
+  (chapters 0 and 2; inputs ``x ~ N(0, Λ)``, tasks ``w ~ N(0, I)``: their own conventions, stated there).
+- :func:`best_linear_risk_quadratic`, :func:`hermite_one_step_excess_risk` -- the linear bound on a quadratic
+  task and the excess risk of one whitened GD step on Hermite features (chapter 5).
 
 Divergent points return ``inf``: the ridgeless error at ``τ = 1`` exactly (the interpolation peak).
 """
@@ -29,8 +35,10 @@ from ._validate import (
     callable_output,
     covariance,
     nonnegative_float,
+    positive_int,
     real,
     reduced_gamma,
+    square_matrix,
     task_vectors,
 )
 
@@ -49,6 +57,12 @@ __all__ = [
     "nonlinear_icl_error",
     "nonlinear_idg_error",
     "nonlinear_error_of_gamma",
+    "one_step_gd_risk",
+    "best_one_step_eta",
+    "optimal_preconditioner",
+    "optimal_preconditioned_risk",
+    "best_linear_risk_quadratic",
+    "hermite_one_step_excess_risk",
 ]
 
 
@@ -476,13 +490,21 @@ def task_moments(task_pool) -> TaskMoments:
 # --- nonlinear: chapter 4 section below ---
 
 
-def _teacher(link):
-    """``link`` as a callable (a string is looked up in :data:`icl_book.hermite.LINKS`)."""
+def _teacher(link, *, allow_none: bool = False):
+    """``link`` as a callable (a string is looked up in :data:`icl_book.hermite.LINKS`).
+
+    The package's one teacher-link resolver (:mod:`icl_book.simulate` uses it too). With ``allow_none``,
+    ``None`` (the linear teacher ``f(z) = z``) is returned as is, as :func:`icl_book.simulate.sample_reduced_prompts`
+    takes it.
+    """
+    if allow_none and link is None:
+        return None
     if isinstance(link, str):
         return hermite.get_link(link)
     if not callable(link):
+        accepted = "a registered link name or None" if allow_none else "or a registered link name"
         raise TypeError(
-            "link must be a vectorised callable R -> R or a registered link name, "
+            f"link must be a vectorised callable R -> R{',' if allow_none else ''} {accepted}, "
             f"got {type(link).__name__}"
         )
     return link
@@ -756,3 +778,137 @@ def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> f
         )
         total += float(e.sum())
     return total / pool.shape[0]
+
+
+# --- one-step GD: the exact risks of one preconditioned GD step (chapters 0 and 2) ---
+
+
+def _gd_moments(input_cov, context_len, noise_var):
+    cov = as_array("input_cov", input_cov, 2)
+    if cov.shape[0] != cov.shape[1] or cov.shape[0] < 1:
+        raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
+    cov = covariance("input_cov", cov, cov.shape[0])
+    n = positive_int("context_len", context_len)
+    s2 = nonnegative_float("noise_var", noise_var)
+    # S = E[g gᵀ] for g = (1/N) Σ y_i x_i, with w ~ N(0, I), x ~ N(0, Λ):
+    # (1 + 1/N) Λ² + ((tr Λ + σ²)/N) Λ.
+    second = (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
+    return cov, n, s2, second
+
+
+def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
+
+    For ``x ~ N(0, Λ)``, ``w ~ N(0, I)``, noise ``σ²``:
+    ``R(Γ) = tr Λ + σ² − 2 tr(Λ Γ Λ) + tr(Γ S Γᵀ Λ)`` with ``S = (1+1/N) Λ² + ((tr Λ+σ²)/N) Λ``.
+    """
+    cov, _, s2, second = _gd_moments(input_cov, context_len, noise_var)
+    gamma = square_matrix("preconditioner", preconditioner, cov.shape[0])
+    return float(
+        np.trace(cov)
+        + s2
+        - 2 * np.trace(cov @ gamma @ cov)
+        + np.trace(gamma @ second @ gamma.T @ cov)
+    )
+
+
+def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``.
+
+    ``input_cov`` must be a non-zero ``(d, d)`` covariance (``Λ = 0`` has no best step: refused).
+    """
+    cov, _, _, second = _gd_moments(input_cov, context_len, noise_var)
+    if not np.any(cov):
+        # Λ = 0: every step has the same risk σ², and tr(Λ²)/tr(SΛ) is 0/0.
+        raise ValueError("input_cov must be non-zero (with Λ = 0 every step η has the same risk)")
+    return float(np.trace(cov @ cov) / np.trace(second @ cov))
+
+
+def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
+    """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
+
+    It minimises :func:`one_step_gd_risk` over all ``Γ`` (chapter 2).
+    """
+    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
+    d = cov.shape[0]
+    return np.linalg.inv((1 + 1 / n) * cov + ((np.trace(cov) + s2) / n) * np.eye(d))
+
+
+def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 0.0) -> float:
+    """``R* = tr Λ + σ² − tr(Λ Γ* Λ)``, the risk of the best one-step preconditioned GD predictor."""
+    cov, _, s2, _ = _gd_moments(input_cov, context_len, noise_var)
+    gamma = optimal_preconditioner(cov, context_len, noise_var)
+    return float(np.trace(cov) + s2 - np.trace(cov @ gamma @ cov))
+
+
+# --- glu: the best linear predictor of a quadratic task, the whitened step's excess risk (chapter 5) ---
+
+
+def best_linear_risk_quadratic(A, noise_var: float = 0.0):
+    """Risk of the best linear predictor ``uᵀx`` of ``y = xᵀAx + ε``, ``x ~ N(0, I_d)``: ``σ² + 2‖A‖_F² + (tr A)²``.
+
+    Every LSA's prediction is linear in ``x_q`` given the context, so this is a lower bound on its risk
+    (chapter 5). The best ``u`` is ``0``: ``E[y x] = 0`` (odd moments of a Gaussian vanish).
+
+    Parameters
+    ----------
+    A
+        Symmetric ``(d, d)`` matrix, or a batch ``(B, d, d)``.
+    noise_var
+        ``σ² >= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A float for one matrix, a ``(B,)`` array for a batch.
+    """
+    a = as_array("A", A)
+    if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2] or a.shape[-1] < 1:
+        raise ValueError(
+            f"A must be a square (d, d) matrix or a (B, d, d) batch, got shape {a.shape}"
+        )
+    if not np.all(np.isfinite(a)):
+        raise ValueError("A must be finite")
+    if not np.allclose(a, np.swapaxes(a, -1, -2), rtol=1e-10, atol=1e-12):
+        raise ValueError("A must be symmetric (use (A + Aᵀ)/2: xᵀAx only sees the symmetric part)")
+    noise_var = nonnegative_float("noise_var", noise_var)
+    risk = noise_var + 2 * np.sum(a**2, axis=(-1, -2)) + np.trace(a, axis1=-2, axis2=-1) ** 2
+    return float(risk) if a.ndim == 2 else risk
+
+
+def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
+    """Exact excess risk of one GD step (``η = 1``) on the Hermite features, averaged over random quadratics.
+
+    Features ``φ = [1; x; h(x)]`` (``p = (d+1)(d+2)/2``, identity covariance under ``x ~ N(0, I_d)``), tasks
+    ``A`` from :func:`icl_book.tasks.sample_quadratic_tasks` (``E_A[(xᵀAx)²] = 1``), noise ``σ²``. Writing
+    ``y = θᵀφ(x) + ε``, the step ``ĝ = (1/N) Σ_i y_i φ(x_i)`` is unbiased and its excess risk is exactly
+
+    ``E‖ĝ − θ‖² = (E[y² ‖φ(x)‖²] − ‖θ‖²) / N = (σ² p + d/2 + (d+4)(d+6)/2) / N``  for every ``N >= 1``
+
+    (use ``‖φ‖² = 1 + d/2 + ‖x‖⁴/2``, ``E_A[(xᵀAx)²] = ‖x‖⁴ / (d(d+2))`` and ``E‖x‖^{2k}`` of a ``χ²_d``).
+
+    Parameters
+    ----------
+    context_len
+        ``N >= 1``, an int or an array of ints.
+    dim
+        ``d >= 1``.
+    noise_var
+        ``σ² >= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The excess risk (risk minus ``σ²``), shaped like ``context_len``.
+    """
+    dim = positive_int("dim", dim)
+    noise_var = nonnegative_float("noise_var", noise_var)
+    n = _raw_array("context_len", context_len) if not isinstance(context_len, bool) else None
+    if n is None or not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
+        raise ValueError(
+            f"context_len must be an integer (or integer array) >= 1, got {context_len!r}"
+        )
+    p = (dim + 1) * (dim + 2) / 2
+    constant = noise_var * p + dim / 2 + (dim + 4) * (dim + 6) / 2
+    out = constant / n
+    return float(out) if out.ndim == 0 else out

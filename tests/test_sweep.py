@@ -141,11 +141,29 @@ def test_dask_local_cluster_gives_the_same_bits(serial_table):
         ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [1.0], TypeError, r"seeds\[0\]"),
         ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [-1], ValueError, r"seeds\[0\]"),
         ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], 3, TypeError, "seeds"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [()], ValueError, r"seeds\[0\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [(1, -1)], ValueError, r"seeds\[0\]\[1\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [(1, 2.0)], TypeError, r"seeds\[0\]\[1\]"),
+        ([{"dim": 10, "alpha": 1.0, "tau": 1.0}], [(1, 2), [1, 2]], ValueError, "distinct"),
     ],
 )
 def test_bad_inputs_name_the_argument(points, seeds, error, match):
     with pytest.raises(error, match=match):
         sweep(points, seeds=seeds)
+
+
+def test_a_seed_may_be_a_seed_sequence_entropy():
+    # (2026, 1, 0) seeds default_rng((2026, 1, 0)): streams keyed by several indices (booktools.explorer_data)
+    from icl_book.simulate import _SingleBlasThread
+
+    row = sweep([POINTS[1]], seeds=[(2026, 1, 0), 3])[0]
+    assert row.seeds == ((2026, 1, 0), 3)
+    with _SingleBlasThread():
+        direct = [
+            simulated_errors(24, 1.0, 0.5, 1.0, 0.01, rng=np.random.default_rng(s))
+            for s in ([2026, 1, 0], 3)
+        ]
+    assert row.icl == tuple(e.icl for e in direct) and row.idg == tuple(e.idg for e in direct)
 
 
 def test_bad_executor():
