@@ -253,8 +253,8 @@ def test_mc_error_validation():
         simulate.mc_error(
             np.zeros((3, 4)), np.tanh, 1.0, 0.0, task_pool=np.ones((2, 5)), n_test=10, rng=rng
         )
-    with pytest.raises(TypeError, match="rng"):
-        simulate.mc_error(np.zeros((3, 4)), np.tanh, 1.0, 0.0, n_test=10, rng=0)
+    with pytest.raises(TypeError, match="rng"):  # rng=0 is a seed (SPEC 7); a float is not
+        simulate.mc_error(np.zeros((3, 4)), np.tanh, 1.0, 0.0, n_test=10, rng=0.5)
     with pytest.raises(TypeError, match="link"):
         simulate.mc_error(np.zeros((3, 4)), 5, 1.0, 0.0, n_test=10, rng=rng)
     with pytest.raises(ValueError, match="link"):
