@@ -223,7 +223,7 @@ def test_quadratic_sampler():
     with pytest.raises(ValueError, match="task_pool"):
         tasks.sample_quadratic_prompts(2, 3, 4, rng=rng, task_pool=np.zeros((2, 3, 3)))
     with pytest.raises(TypeError, match="rng"):
-        tasks.sample_quadratic_prompts(2, 3, 4, rng=0)
+        tasks.sample_quadratic_prompts(2, 3, 4, rng=0.5)
 
 
 def test_weights_validation():
