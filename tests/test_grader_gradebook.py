@@ -28,20 +28,26 @@ def _run(args, cwd, env):
     return r
 
 
-@pytest.mark.slow  # nbgrader generate_assignment + export, two boxed kernels: ~1 min
-def test_grade_then_gradebook_then_nbgrader_export(tmp_path):
+def _course(tmp_path, stem):
+    """The instructors page's first steps: the venv's bin on PATH (nbgrader runs alembic and jupyter
+    from there), our build, the nbgrader source copied into a course, nbgrader's release of ``stem``.
+    Returns ``(env, course, release path)``."""
     venv_bin = str(Path(sys.executable).parent)
-    # the page's first step: the venv's bin on PATH (nbgrader runs alembic and jupyter from there)
     env = {**os.environ, "PATH": f"{venv_bin}:/usr/bin:/bin"}
     env.pop("PYTHONPATH", None)
     course = tmp_path / "course"
     course.mkdir()
-    py = [sys.executable, "-m"]
-    _run([*py, "booktools.assignments", "build", "--chapters", STEM, "--out", str(tmp_path / "a")],
-         ROOT, env)  # fmt: skip
+    build = [sys.executable, "-m", "booktools.assignments", "build", "--chapters", stem]
+    _run([*build, "--out", str(tmp_path / "a")], ROOT, env)
     shutil.copytree(tmp_path / "a" / "nbgrader" / "source", course / "source")
-    _run(["nbgrader", "generate_assignment", STEM], course, env)
-    release = course / "release" / STEM / f"{STEM}.ipynb"
+    _run(["nbgrader", "generate_assignment", stem], course, env)
+    return env, course, course / "release" / stem / f"{stem}.ipynb"
+
+
+@pytest.mark.slow  # nbgrader generate_assignment + export, two boxed kernels: ~1 min
+def test_grade_then_gradebook_then_nbgrader_export(tmp_path):
+    env, course, release = _course(tmp_path, STEM)
+    py = [sys.executable, "-m"]
     assert release.exists()
 
     # two students hand in (nbgrader's collect puts them here): one full, one half done
@@ -91,17 +97,9 @@ def test_extra_nbgrader_cells_and_fractional_scores_reach_nbgrader(tmp_path):
     only the release's nbgrader metadata and the scores arrive exactly."""
     from nbgrader.api import Gradebook
 
-    venv_bin = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": f"{venv_bin}:/usr/bin:/bin"}
-    env.pop("PYTHONPATH", None)
-    stem, course = "01_hermite", tmp_path / "course"
-    course.mkdir()
+    stem = "01_hermite"
+    env, course, release = _course(tmp_path, stem)
     py = [sys.executable, "-m"]
-    _run([*py, "booktools.assignments", "build", "--chapters", stem, "--out", str(tmp_path / "a")],
-         ROOT, env)  # fmt: skip
-    shutil.copytree(tmp_path / "a" / "nbgrader" / "source", course / "source")
-    _run(["nbgrader", "generate_assignment", stem], course, env)
-    release = course / "release" / stem / f"{stem}.ipynb"
     rel = nbformat.read(release, as_version=4)
     inst = nbformat.read(tmp_path / "a" / "instructor" / f"{stem}.ipynb", as_version=4)
 
