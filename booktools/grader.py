@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booktools import grader_codec, grader_sandbox
+from booktools.myst import parse_python
 
 __all__ = [
     "InfrastructureError",
@@ -180,7 +181,7 @@ def partial_credit(cell) -> bool:
 
 
 def _find_call(source: str, name: str) -> ast.Call:
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_python(source)):
         if isinstance(node, ast.Call):
             f = node.func
             if (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) == name:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 
 __all__ = [
+    "parse_python",
     "SOLUTION_TITLE",
     "MAGIC_RE",
     "check_label",
@@ -24,6 +26,17 @@ __all__ = [
 SOLUTION_TITLE = "# @title Solution (click to show)"
 #: IPython magics and shell escapes at the start of a line (commented out before ``ast.parse``).
 MAGIC_RE = re.compile(r"^(\s*)([%!])", re.MULTILINE)
+
+#: CPython 3.11's ast.parse is not thread-safe (SystemError: "AST constructor recursion depth
+#: mismatch" when two threads parse at once: grade --jobs 2 scored a correct notebook 0 once).
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse(source)``, one thread at a time."""
+    with _AST_LOCK:
+        return ast.parse(source)
+
 
 _CHECK_NAME_RE = re.compile(r"^check_(?P<short>[A-Za-z0-9_]+?)_ex(?P<n>\d+)$")
 _CHECK_CALL_RE = re.compile(r"(?<![\w.])(?:\w+\.)?(check_[A-Za-z0-9_]+?_ex\d+)\s*\(")
@@ -38,7 +51,7 @@ def check_label(name: str) -> str | None:
 def check_calls(source: str) -> list[str]:
     """Names of the ``check_<chapter>_ex<N>`` functions called in ``source`` (one entry per call)."""
     try:
-        tree = ast.parse(MAGIC_RE.sub(r"\1#", source))
+        tree = parse_python(MAGIC_RE.sub(r"\1#", source))
     except SyntaxError:  # not Python: fall back to a textual scan (definitions excluded)
         return [
             m.group(1)
@@ -70,7 +83,7 @@ def check_modules(nb) -> dict[str, str]:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(MAGIC_RE.sub(r"\1#", cell.source))
+            tree = parse_python(MAGIC_RE.sub(r"\1#", cell.source))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
