@@ -20,9 +20,13 @@ notebook renderer shows as the book does:
 - solutions are collapsed: prose in ``<details>``, code cells ``source_hidden`` and Colab form cells,
   shipped without their outputs (Colab would show them under the hidden code).
 
-Numbers and titles come from the Sphinx environment of a build of the book (``_build/.doctrees``, or a
-``--build-dir`` of your own), so they are those of the web pages. Any construct the converter does not
-know raises :class:`EditionError`: nothing MyST-specific passes through silently.
+Numbers, titles and anchors come from the index that every build of the book writes
+(``_build/book-index.json``, or that of a ``--build-dir`` of your own; written by
+:func:`booktools.sphinx_ext.book_index` when the build finishes), so they are those of the web
+pages. When that index is missing or older than a chapter, ``_toc.yml`` or ``_config.yml``, the
+book is read into a temporary folder (Sphinx's ``dummy`` builder, about a minute) that is removed
+afterwards. Any construct the converter does not know raises :class:`EditionError`: nothing
+MyST-specific passes through silently.
 
 The site address for links is ``html.baseurl`` of ``_config.yml`` when set, else the GitHub Pages address
 of ``repository.url`` (``https://OWNER.github.io/NAME/``).
@@ -33,7 +37,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import pickle
 import re
 import subprocess
 import sys
@@ -47,6 +50,7 @@ import yaml
 from booktools import find_root
 from booktools.chapters import chapter_notebooks
 from booktools.myst import SOLUTION_TITLE
+from booktools.sphinx_ext import BOOK_INDEX_VERSION, book_index_path
 
 __all__ = [
     "EditionError",
@@ -83,59 +87,67 @@ class EditionError(ValueError):
 # --------------------------------------------------------------------------------------------------------
 @dataclass
 class BookIndex:
-    """Numbers, titles and anchors of the built book, read from its Sphinx environment."""
+    """Numbers, titles and anchors of the built book: ``data`` is the index a build writes
+    (:func:`booktools.sphinx_ext.book_index`)."""
 
-    env: object
+    data: dict
     base_url: str
     macros: dict[str, str]
     bib: dict = field(default_factory=dict)
 
     # ---- numbers ----
     def chapter_number(self, doc: str) -> str:
-        return ".".join(map(str, self.env.toc_secnumbers.get(doc, {}).get("", ())))
+        return ".".join(map(str, self.data["secnumbers"].get(doc, {}).get("", ())))
 
     def section_numbers(self, doc: str) -> list[tuple[str, str]]:
         """``(anchor, "3.1")`` for every numbered section below the page title, in document order."""
         return [
             (k.lstrip("#"), ".".join(map(str, v)))
-            for k, v in self.env.toc_secnumbers.get(doc, {}).items()
+            for k, v in self.data["secnumbers"].get(doc, {}).items()
             if k
         ]
 
     def url(self, doc: str, anchor: str = "") -> str:
         return f"{self.base_url}{doc}.html" + (f"#{anchor}" if anchor else "")
 
+    def has_document(self, doc: str) -> bool:
+        return doc in self.data["titles"]
+
     def title(self, doc: str) -> str:
-        if doc not in self.env.titles:
+        if doc not in self.data["titles"]:
             raise EditionError(f"unknown document {doc!r}")
-        return self.env.titles[doc].astext()
+        return self.data["titles"][doc]
 
     def _fignumber(self, label: str, types=None) -> tuple[str, str, str] | None:
         """``(doc, type, "3.2")`` of an enumerated object (figure, theorem, exercise, ...)."""
-        for doc, by_type in self.env.toc_fignumbers.items():
+        for doc, by_type in self.data["fignumbers"].items():
             for typ, numbers in by_type.items():
                 if (types is None or typ in types) and label in numbers:
                     return doc, typ, ".".join(map(str, numbers[label]))
         return None
 
     def numfig_text(self, typ: str, number: str) -> str:
-        fmt = self.env.config.numfig_format.get(typ, typ.title() + " %s")
+        fmt = self.data["numfig_format"].get(typ, typ.title() + " %s")
         text = fmt % number
         return text[0].upper() + text[1:]
 
     # ---- references ----
+    def is_proof(self, label: str) -> bool:
+        """Whether ``label`` names a sphinx-proof result (theorem, definition, ...)."""
+        return label in self.data["proofs"]
+
     def proof(self, label: str) -> tuple[str, str]:
-        entry = self.env.proof_list.get(label)
+        entry = self.data["proofs"].get(label)
         if entry is None:
             raise EditionError(f"unresolved {{prf:ref}} {label!r}")
         text = entry["realtype"].title()
         if not entry["nonumber"]:
-            numbers = self.env.toc_fignumbers[entry["docname"]][entry["countertype"]][label]
+            numbers = self.data["fignumbers"][entry["docname"]][entry["countertype"]][label]
             text += " " + ".".join(map(str, numbers))
         return text, self.url(entry["docname"], label)
 
     def exercise(self, label: str) -> tuple[str, str] | None:
-        entry = self.env.sphinx_exercise_registry.get(label)
+        entry = self.data["exercises"].get(label)
         if entry is None or entry.get("type") != "exercise":
             return None
         found = self._fignumber(label, {"exercise"})
@@ -146,13 +158,13 @@ class BookIndex:
         ex = self.exercise(label)
         if ex is not None:
             return ex
-        if label in self.env.proof_list:
+        if self.is_proof(label):
             return self.proof(label)
-        labels = self.env.domaindata["std"]["labels"]
+        labels = self.data["labels"]
         if label not in labels:
             raise EditionError(f"unresolved {{ref}} {label!r}")
         doc, anchor, title = labels[label]
-        if anchor == label and doc in self.env.titles and title == self.title(doc):
+        if anchor == label and self.has_document(doc) and title == self.title(doc):
             anchor = ""  # the page's own label: link to the page
         return str(title), self.url(doc, anchor)
 
@@ -165,18 +177,18 @@ class BookIndex:
             text = self.numfig_text(typ, number)
         else:
             text = fmt.replace("%s", number).replace("{number}", number)
-        if typ == "exercise" or label in self.env.proof_list:
+        if typ == "exercise" or self.is_proof(label):
             anchor = label
         else:
-            anchor = self.env.domaindata["std"]["labels"].get(label, (doc, label, ""))[1]
+            anchor = self.data["labels"].get(label, (doc, label, ""))[1]
         return text, self.url(doc, anchor)
 
     def equation(self, label: str) -> tuple[str, str]:
-        objects = self.env.domaindata["math"]["objects"]
+        objects = self.data["equations"]
         if label not in objects:
             raise EditionError(f"unresolved {{eq}} {label!r}")
         doc, number = objects[label]
-        numbers = self.env.toc_fignumbers.get(doc, {}).get("displaymath", {})
+        numbers = self.data["fignumbers"].get(doc, {}).get("displaymath", {})
         key = f"equation-{label}"
         if key in numbers:
             number = ".".join(map(str, numbers[key]))
@@ -191,11 +203,11 @@ class BookIndex:
         return self.title(doc), self.url(doc)
 
     def python(self, name: str) -> str:
-        py = self.env.domaindata["py"]
-        entry = py["objects"].get(name)
+        entry = self.data["python"].get(name)
         if entry is None:
             raise EditionError(f"unresolved Python reference {name!r}")
-        return self.url(entry.docname, entry.node_id)
+        doc, anchor = entry
+        return self.url(doc, anchor)
 
 
 def _norm(path: str) -> str:
@@ -356,12 +368,10 @@ def _bibliography(root: Path, config: dict) -> dict:
     return entries
 
 
-def environment_pickle(build_dir: Path) -> Path:
-    return Path(build_dir) / ".doctrees" / "environment.pickle"
-
-
 def sphinx_build(root: Path, out: Path) -> Path:
-    """Read the book with Sphinx's ``dummy`` builder (no HTML written) into ``out``; return its build dir."""
+    """Read the book with Sphinx's ``dummy`` builder (no HTML written) into ``out``; return its
+    build dir, which holds the book's index (``book-index.json``, written by
+    ``booktools.sphinx_ext``)."""
     cmd = [
         str(Path(sys.executable).parent / "jupyter-book"),
         "build", str(root), "--all", "--builder", "custom", "--custom-builder", "dummy",
@@ -373,26 +383,40 @@ def sphinx_build(root: Path, out: Path) -> Path:
     return Path(out) / "_build"
 
 
+def _read_index(path: Path) -> dict | None:
+    """The index at ``path``, or ``None`` if it is missing, unreadable or of another format
+    version."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == BOOK_INDEX_VERSION else None
+
+
 def load_index(root: Path, build_dir: Path | None = None) -> BookIndex:
-    """The book's index from ``build_dir`` (default ``root/_build``); built into a temporary folder when
-    that build is missing or older than a chapter notebook, ``_toc.yml`` or ``_config.yml``."""
+    """The book's index from ``build_dir`` (default ``root/_build``: its ``book-index.json``);
+    when that index is missing, of another format version, or older than a chapter notebook,
+    ``_toc.yml`` or ``_config.yml``, the book is read into a temporary folder, which is removed
+    once the index is read."""
     root = Path(root)
     config = yaml.safe_load((root / "_config.yml").read_text())
     build_dir = Path(build_dir) if build_dir else root / "_build"
-    pkl = environment_pickle(build_dir)
+    path = book_index_path(build_dir)
     sources = [
         root / "_config.yml",
         root / "_toc.yml",
         *sorted((root / "chapters").glob("*.ipynb")),
     ]
     sources += sorted((root / "chapters").glob("*.md"))
-    fresh = pkl.exists() and pkl.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
-    if not fresh:
-        tmp = Path(tempfile.mkdtemp(prefix="icl-editions-"))
-        pkl = environment_pickle(sphinx_build(root, tmp))
-    with open(pkl, "rb") as f:
-        env = pickle.load(f)
-    return BookIndex(env, _base_url(config), _macros(config), _bibliography(root, config))
+    fresh = path.exists() and path.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
+    data = _read_index(path) if fresh else None
+    if data is None:
+        with tempfile.TemporaryDirectory(prefix="icl-editions-") as tmp:
+            built = book_index_path(sphinx_build(root, Path(tmp)))
+            data = _read_index(built)
+            if data is None:
+                raise EditionError(f"the book build wrote no index of version {BOOK_INDEX_VERSION}")
+    return BookIndex(data, _base_url(config), _macros(config), _bibliography(root, config))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -515,7 +539,7 @@ class Converter:
         if not path:
             return self.index.url(self.doc, anchor)
         doc = _norm(str(Path(self.doc).parent / path.removesuffix(".md").removesuffix(".ipynb")))
-        if doc in self.index.env.titles:
+        if self.index.has_document(doc):
             return self.index.url(doc, anchor)
         return self.index.ref(path)[1]  # MyST's [text](label) form
 
@@ -840,7 +864,7 @@ class Converter:
             head = "*Proof.*" if not arg else f"*Proof ({self.inline_text(arg)}).*"
             text = self._lead(head, self.blocks(body))
             return _quote(text + " ∎")
-        if label and label in self.index.env.proof_list:
+        if label and self.index.is_proof(label):
             text, _ = self.index.proof(label)
         else:
             text = kind.title()

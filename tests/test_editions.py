@@ -1,21 +1,26 @@
 """The plain-notebook editions ``notebooks/NN_slug.ipynb`` (booktools/editions.py): current, free of MyST,
 rendered by nbconvert + MathJax without raw TeX or errors, solutions collapsed.
 
-The staleness test needs the book's Sphinx environment: ``make test`` builds ``_build`` before pytest; when
-that build is missing or older than a chapter, the book is read into a temporary folder (about a minute).
+The staleness test needs the book's index (``_build/book-index.json``, written by every build
+through ``booktools.sphinx_ext``): ``make test`` builds ``_build`` before pytest; when that index is
+missing or older than a chapter, the book is read into a temporary folder (about a minute), removed
+afterwards.
 Running the editions in a fresh venv is in ``tests/test_colab_path.py``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-from booktools import chapters, editions
+from booktools import chapters, editions, sphinx_ext
 from booktools.sphinx_colab import colab_edition_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,10 +126,10 @@ def test_converter_output(index):
     """A theorem, a proof, references and a citation come out as the book numbers them."""
     doc = "chapters/03_asymptotic_theory"
     conv = editions.Converter(index, doc, {"x": "0.5"})
-    label = next(k for k, v in index.env.proof_list.items() if v["realtype"] == "theorem")
-    number = ".".join(
-        map(str, index.env.toc_fignumbers[index.env.proof_list[label]["docname"]]["theorem"][label])
-    )
+    proofs = index.data["proofs"]
+    label = next(k for k, v in proofs.items() if v["realtype"] == "theorem")
+    numbers = index.data["fignumbers"][proofs[label]["docname"]]["theorem"][label]
+    number = ".".join(map(str, numbers))
     md = conv.blocks(
         f"```{{prf:theorem}} Title with $\\E X$\n:label: {label}\n\nBody {{glue:}}`x`.\n```\n\n"
         f"See {{prf:ref}}`{label}` and {{cite:t}}`lu2025asymptotic`."
@@ -137,6 +142,123 @@ def test_converter_output(index):
         conv.blocks("{prf:ref}`no-such-label`")
     with pytest.raises(editions.EditionError, match="glued"):
         conv.blocks("{glue:}`missing`")
+
+
+# ---- the book's index: written by the build, read by the editions -------------------------------
+INDEX_FIELDS = {
+    "version", "secnumbers", "fignumbers", "titles", "numfig_format", "proofs", "exercises",
+    "labels", "equations", "python",
+}  # fmt: skip
+
+
+def test_the_build_writes_the_index_the_editions_read():
+    """``_build/book-index.json`` (written by the HTML build's ``build-finished``) numbers every
+    theorem and section as the built pages do."""
+    path = sphinx_ext.book_index_path(ROOT / "_build")
+    html = ROOT / "_build" / "html"
+    if not path.exists() or not html.exists():
+        pytest.skip("no _build/book-index.json or _build/html (make html)")
+    data = json.loads(path.read_text())
+    assert data["version"] == sphinx_ext.BOOK_INDEX_VERSION and set(data) == INDEX_FIELDS
+    index = editions.BookIndex(data, "https://example.org/", {})
+    theorems = [
+        k for k, v in data["proofs"].items() if v["realtype"] == "theorem" and not v["nonumber"]
+    ]
+    assert len(theorems) >= 5, theorems
+    pages: dict[str, str] = {}
+
+    def page(doc):
+        if doc not in pages:
+            pages[doc] = (html / f"{doc}.html").read_text()
+        return pages[doc]
+
+    for label in theorems:
+        doc = data["proofs"][label]["docname"]
+        shown = re.search(
+            rf'id="{re.escape(label)}">\s*<p class="admonition-title">'
+            r'<span class="caption-number">([^<]+?) </span>',
+            page(doc),
+        )
+        assert shown, (doc, label)
+        assert index.proof(label) == (shown[1], f"https://example.org/{doc}.html#{label}")
+    chapter_docs = [f"chapters/{p.stem}" for p in chapters.chapter_notebooks(ROOT)]
+    n_sections = 0
+    for doc in chapter_docs:
+        assert data["titles"][doc] and isinstance(data["titles"][doc], str)
+        for anchor, number in index.section_numbers(doc):
+            assert re.search(
+                rf'<section id="{re.escape(anchor)}">\s*(?:<span id="[^"]*"></span>)*'
+                rf'<h\d><span class="section-number">{re.escape(number)}\. </span>',
+                page(doc),
+            ), (doc, anchor, number)
+            n_sections += 1
+    assert n_sections >= 10, n_sections
+
+
+def _fake_build(data, calls):
+    """A stand-in for ``editions.sphinx_build``: writes ``data`` as a build's index into ``out``."""
+
+    def build(root, out):
+        calls.append(Path(out))
+        build_dir = Path(out) / "_build"
+        build_dir.mkdir(parents=True)
+        (build_dir / ".doctrees").mkdir()
+        sphinx_ext.book_index_path(build_dir).write_text(json.dumps(data))
+        return build_dir
+
+    return build
+
+
+def test_a_stale_index_is_rebuilt_in_a_folder_that_is_removed(tmp_path, monkeypatch):
+    """Missing, older than a chapter, or of another version: the index is read from a build into a
+    temporary folder, which is gone afterwards (also when the build fails); a fresh one is used as
+    is."""
+    data = {"version": sphinx_ext.BOOK_INDEX_VERSION, "titles": {"chapters/intro": "Built"}}
+    calls: list[Path] = []
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(editions, "sphinx_build", _fake_build(data, calls))
+    build_dir = tmp_path / "_build"
+
+    assert editions.load_index(ROOT, build_dir).data == data  # missing
+    assert len(calls) == 1 and calls[0].parent == temp and list(temp.iterdir()) == []
+
+    build_dir.mkdir()
+    own = {**data, "titles": {"chapters/intro": "Own"}}
+    path = sphinx_ext.book_index_path(build_dir)
+    path.write_text(json.dumps(own))
+    assert editions.load_index(ROOT, build_dir).data == own  # fresh: no build
+    assert len(calls) == 1
+
+    os.utime(path, (0, 0))  # older than every chapter
+    assert editions.load_index(ROOT, build_dir).data == data
+    path.write_text(json.dumps({**own, "version": -1}))  # another format
+    assert editions.load_index(ROOT, build_dir).data == data
+    assert len(calls) == 3 and list(temp.iterdir()) == []
+
+    def failing(root, out):
+        (Path(out) / "partial").write_text("x")
+        raise editions.EditionError("book build failed")
+
+    monkeypatch.setattr(editions, "sphinx_build", failing)
+    with pytest.raises(editions.EditionError, match="failed"):
+        editions.load_index(ROOT, tmp_path / "none")
+    assert list(temp.iterdir()) == []
+
+
+@pytest.mark.slow  # reads the whole book with the dummy builder (~60 s)
+def test_the_fallback_build_writes_the_index(tmp_path, monkeypatch):
+    """The editions' own read of the book (no usable index) goes through ``booktools.sphinx_ext``'s
+    hook as the HTML build does, gives the committed editions, and leaves no folder behind."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    index = editions.load_index(ROOT, tmp_path / "no-build")
+    assert set(index.data) == INDEX_FIELDS
+    assert list(temp.iterdir()) == []
+    problems = editions.stale_editions(ROOT, index)
+    assert not problems, "\n".join(problems)
 
 
 def test_readme_colab_links_open_editions():
@@ -181,16 +303,16 @@ def mathjax():
     return found
 
 
-def _render(paths, out, mathjax):
+def _render(paths, out, mathjax, browser):
     from tests.edition_render import inspect, render_html
 
     htmls = [render_html(p, out / f"{p.stem}.html", mathjax) for p in paths]
-    return dict(zip([p.stem for p in paths], inspect(htmls).values(), strict=True))
+    return dict(zip([p.stem for p in paths], inspect(htmls, browser).values(), strict=True))
 
 
 @pytest.mark.browser
-def test_editions_render_clean(tmp_path, mathjax):
-    results = _render(EDITIONS, tmp_path, mathjax)
+def test_editions_render_clean(tmp_path, mathjax, chromium):
+    results = _render(EDITIONS, tmp_path, mathjax, chromium)
     for stem, r in results.items():
         assert r["math"] > 0, stem
         assert r["raw_tex"] == [], (stem, r["raw_tex"][:5])
@@ -201,7 +323,7 @@ def test_editions_render_clean(tmp_path, mathjax):
 
 
 @pytest.mark.browser
-def test_render_check_can_fail(tmp_path, mathjax):
+def test_render_check_can_fail(tmp_path, mathjax, chromium):
     """The MyST chapter itself shows raw TeX / MathJax errors; open details and visible solution code count."""
     chapter = ROOT / "chapters" / "01_hermite.ipynb"  # uses \\He and \\E in its prose
     bad = nbformat.v4.new_notebook()
@@ -213,7 +335,7 @@ def test_render_check_can_fail(tmp_path, mathjax):
         nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION"),
     ]
     nbformat.write(bad, tmp_path / "bad.ipynb")
-    results = _render([chapter, tmp_path / "bad.ipynb"], tmp_path, mathjax)
+    results = _render([chapter, tmp_path / "bad.ipynb"], tmp_path, mathjax, chromium)
     myst, synthetic = results[chapter.stem], results["bad"]
     assert myst["merror"] > 0 or myst["raw_tex"], myst
     assert synthetic["merror"] > 0 and synthetic["raw_tex"], synthetic
