@@ -68,7 +68,8 @@ execute: $(STAMP)
 	$(MAKE) --no-print-directory editions
 
 # The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
-# from the book's Sphinx environment (_build, or a temporary read of the book when that is stale).
+# from the index every book build writes (_build/book-index.json, booktools/sphinx_ext.py), or from a
+# temporary read of the book when that is stale.
 editions: $(STAMP)
 	$(BIN)/python -m booktools.editions build
 
@@ -104,14 +105,14 @@ pairs: $(STAMP)
 	$(BIN)/python -m booktools.notebooks check-pairs
 
 # The test suite in two processes (pytest-xdist, --dist loadgroup: each module's tests in one process,
-# tests/conftest.py spreads the heaviest ones), with the local cache of passes (booktools/testcache.py):
+# tests/conftest.py spreads the heaviest ones and hands out the longest groups first), with the local cache of passes (booktools/testcache.py):
 # a test that passed before with exactly the same inputs is not re-run, and says so at the end. A clean
 # checkout (and CI, where CI is set) has no cache and runs everything; ICL_TESTCACHE=off make test
 # runs everything anyway; make clean-testcache forgets every pass.
 PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
 TESTCACHE := -p booktools.testcache
 unit: $(STAMP)
-	$(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --durations=15 tests
+	$(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 tests
 
 clean-testcache:
 	rm -rf .testcache
@@ -134,9 +135,14 @@ NBVAL := $(PYTEST) $(TESTCACHE) -n $(NBVAL_JOBS) --dist loadfile --nbval --nbval
 nbval: $(STAMP)
 	OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
 
-# Outputs must not depend on the number of threads: re-check with one.
+# Outputs must not depend on the number of threads: re-check with one. This stage's kernel is a fresh
+# venv's (booktools/fresh_venv.py): the package's wheel, what the wheel declares, ipykernel and myst-nb
+# (for glue), started in an empty folder, so every chapter also runs as a student's runtime runs it.
+FRESH_VENV := _build/fresh-venv
 nbval-1thread: $(STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
+	$(BIN)/python -m booktools.fresh_venv $(FRESH_VENV) --link myst-nb
+	JUPYTER_PATH=$(CURDIR)/$(FRESH_VENV)/jupyter OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+	  $(NBVAL) --nbval-kernel-name icl-fresh chapters/[0-9][0-9]_*.ipynb
 
 # Both thread settings at once, one chapter at a time each (two kernels in all, as above): the whole
 # book takes as long as the two stages one after the other, and one edited chapter half as long.

@@ -18,6 +18,7 @@ Commands are ``python -m booktools.<module> ...`` run from the repository root; 
 - ``train_study``: train, inspect and export the converged studies of chapters 5 and 6.
 - ``sphinx_ext``, ``sphinx_colab``: Sphinx extensions of the HTML and PDF builds.
 - ``publish``: the published site in one folder.
+- ``fresh_venv``: a venv with the package's wheel and only what it declares, and its Jupyter kernel.
 - ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.
 """
 

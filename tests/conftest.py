@@ -29,6 +29,16 @@ def _one_torch_thread():
     torch.set_num_threads(previous)
 
 
+@pytest.fixture(scope="session")
+def chromium():
+    """The one headless Chromium of this test process (tests/browser.py), shared by every browser test:
+    playwright's sync API allows one instance per thread, and a launch costs a second or two."""
+    from .browser import launch
+
+    with launch() as browser:
+        yield browser
+
+
 # --- make test: two processes (pytest-xdist, --dist loadgroup) ---------------------------------------
 # Every test runs in the process of its module's group, as with --dist loadfile, so module fixtures
 # (a server, a browser, an nbgrader course, a built Sphinx environment) are set up once and tests that
@@ -48,12 +58,48 @@ def _stem_group(item):
     return f"chapter:{_params(item)['stem']}"
 
 
+def _run_all_group(item):
+    return f"run-all:{_params(item)['stem']}"
+
+
 SPLIT = [
-    # one browser and server per process (module fixture `site`); a page's tests share its measurement
+    # one browser and server per process (session fixture `site`); a page's tests share its measurement
     ("tests/test_browser.py::*[[]*", _page_group),
-    # a chapter executed by the grader (2-70 s each); the nbgrader course is built in each process
+    # a chapter executed by the grader (2-70 s each); the nbgrader course is built once per process
     ("tests/test_assignments.py::test_the_instructors_solutions_score_full_marks*", _stem_group),
+    # a chapter's student edition executed as "Run all" (2-70 s each)
+    ("tests/test_student_run_all.py::test_run_all_on_an_untouched*", _run_all_group),
 ]
+
+# --- make test: heaviest groups first ----------------------------------------------------------------
+# xdist (make test passes --no-loadscope-reorder) hands the groups out in the order of their first test.
+# Longest first: the long groups start early and the many short ones fill both processes at the end,
+# instead of one process idling while the other runs a 100 s chapter last. A chapter's groups cost its
+# recorded run time (chapters/timings.json); modules cost what a fresh clone's `--durations=0` measured
+# (2026-12-05, seconds per process). These numbers only order the work: a wrong one costs time, never a
+# check.
+MODULE_SECONDS = {
+    "test_grader_attacks": 150,
+    "test_assignments": 150,
+    "test_grader_checks": 110,
+    "test_browser": 80,
+    "test_testcache": 65,
+    "test_packaging": 65,
+    "test_editions": 100,
+    "test_shipped_studies": 55,
+    "test_grader_gradebook": 55,
+    "test_colab_path": 40,
+    "test_portable_numerics": 25,
+    "test_figures": 25,
+}
+
+
+def _group_seconds(group: str, timings: dict) -> float:
+    kind, _, name = group.partition(":")
+    if kind in ("chapter", "run-all"):
+        return timings.get(name, {}).get("total_s", 60.0)
+    return MODULE_SECONDS.get(group, 0.0)
+
 
 # --- make test: what a test reads beyond the base, for the cache (booktools/testcache.py) ------------
 # The base of every key: every file of the work tree except the chapters' content, the installed
@@ -142,14 +188,21 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups and the cache reads the inputs
 def pytest_collection_modifyitems(config, items):
+    import json
+
     from booktools.testcache import MARK, pattern_inputs
 
+    groups = {}
     for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            group = pattern_inputs(item, SPLIT)
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
             # short: xdist appends the group to the node id it reports ("...::test_x@test_links")
-            item.add_marker(pytest.mark.xdist_group(group or item.path.stem))
+            mark = pytest.mark.xdist_group(pattern_inputs(item, SPLIT) or item.path.stem)
+            item.add_marker(mark)
+        groups[item] = mark.args[0] if mark.args else mark.kwargs.get("name")
         if not item.get_closest_marker(MARK):
             inputs = pattern_inputs(item, READS)
             if inputs is not None:
                 item.add_marker(getattr(pytest.mark, MARK)(*inputs))
+    timings = json.loads((ROOT / "chapters" / "timings.json").read_text())
+    items.sort(key=lambda item: -_group_seconds(groups[item], timings))  # stable: order kept within

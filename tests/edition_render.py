@@ -13,7 +13,6 @@ open, and visible solution text.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,17 +120,14 @@ INSPECT_JS = r"""
 """
 
 
-def inspect(html_paths: list[Path], screenshot_dir: Path | None = None) -> dict[Path, dict]:
-    """What the browser shows of each page (see ``INSPECT_JS``); full-page screenshots if asked."""
-    from playwright.sync_api import sync_playwright
-
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        raise RuntimeError("chromium is missing: apt-get install -y chromium (make browser)")
+def inspect(
+    html_paths: list[Path], browser, screenshot_dir: Path | None = None
+) -> dict[Path, dict]:
+    """What ``browser`` (a playwright ``Browser``, e.g. the ``chromium`` fixture) shows of each page
+    (see ``INSPECT_JS``); full-page screenshots if asked."""
     results = {}
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    try:
         for html in html_paths:
             page.goto(Path(html).resolve().as_uri())
             page.wait_for_function("window.mathjaxDone === true", timeout=60_000)
@@ -141,5 +137,6 @@ def inspect(html_paths: list[Path], screenshot_dir: Path | None = None) -> dict[
                 page.screenshot(
                     path=str(Path(screenshot_dir) / (Path(html).stem + ".png")), full_page=True
                 )
-        browser.close()
+    finally:
+        page.close()
     return results

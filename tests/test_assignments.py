@@ -533,7 +533,9 @@ def test_chapter_editions(path):
     assert {it.kind for it in items} <= {"coding", "written"}
 
 
-@pytest.fixture(scope="module")
+# session: each process of make test builds it once, though the chapters' grading tests come to it in
+# groups of their own (tests/conftest.py), between other modules' tests
+@pytest.fixture(scope="session")
 def nbgrader_course(tmp_path_factory):
     """A real nbgrader course directory with every chapter's source, released by nbgrader 0.9."""
     import shutil

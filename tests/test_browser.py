@@ -46,13 +46,14 @@ def book_pages() -> list[str]:
 PAGES = book_pages()
 
 
-@pytest.fixture(scope="module")
-def site():
+# session: one server and one browser per process of make test, shared by the pages' groups
+# (tests/conftest.py), which that process runs between other modules' tests
+@pytest.fixture(scope="session")
+def site(chromium):
     if not (HTML / "index.html").exists():
         pytest.fail("the book is not built: run `make html` (make test builds it first)")
-    find_chromium()  # one-line errors naming the fix when the browser or axe-core is missing
-    find_axe()
-    with serve(HTML) as url, browser.launch() as chromium:
+    find_axe()  # a one-line error naming the fix when axe-core is missing
+    with serve(HTML) as url:
         yield url, chromium
 
 
@@ -466,11 +467,6 @@ def _broken_copy(tmp_path, edit, page="chapters/00_prologue.html"):
 def _inject(html: str, snippet: str) -> str:
     """Put ``snippet`` at the start of the article's first section."""
     return re.sub(r"(<section[^>]*>)", lambda m: m.group(1) + snippet, html, count=1)
-
-
-@pytest.fixture(scope="module")
-def chromium(site):
-    return site[1]  # one playwright instance per thread: share the module's browser
 
 
 @contextmanager

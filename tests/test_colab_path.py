@@ -13,21 +13,22 @@ tests:
   kernel), the wheel missing (it stops with a plain message as its only output line, pip's reason on
   stderr, and no later cell runs: no ``NameError`` cascade), and a local kernel without torch (it
   stops before pip and says how to get PyTorch's CPU build, not PyPI's multi-GB CUDA one);
-- ``test_wheel_in_fresh_venv_runs_a_chapter``: the package built as a wheel and pip-installed into a fresh
-  venv outside the repository executes ``chapters/00_prologue.ipynb`` top to bottom with that venv's own
-  kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside the notebook).
+- ``test_wheel_in_fresh_venv_runs_the_prologue_edition``: the package built as a wheel and installed
+  into a fresh venv outside the repository (``booktools.fresh_venv``) executes the prologue's edition top
+  to bottom with that venv's own kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside
+  the notebook), every check saying correct;
+- that ``make test``'s 1-thread nbval stage executes every chapter in such a venv, and that the chapters
+  import nothing the wheel does not declare (statically: that venv also holds myst-nb, for glue).
 
 The wheel's dependencies (the transitive closure of its ``Requires-Dist``, plus ipykernel and nbclient to run
 a kernel) are *linked* into the fresh venv from the pinned toolchain instead of pip-installed again: the
 venv then holds exactly what the wheel declares and nothing else, and ``pip check`` verifies the
-requirements; the test takes ~30 s instead of minutes. Set ``ICL_BOOK_FULL_VENV=1`` to pip-install them
-for real from the package index (about a minute on an idle machine, ~7 minutes measured here under load;
-torch is pinned to requirements.txt's version, otherwise pip pulls a multi-GB CUDA build).
+requirements. ``tests/test_packaging.py`` installs the wheel with its lowest declared versions from the
+package index and runs two editions there.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -43,7 +44,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from booktools import editions
+from booktools import editions, fresh_venv
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
@@ -115,35 +116,6 @@ def test_install_cell_regex_can_fail():
     assert WHEEL_RE.search(old) is None
 
 
-def _closure(names):
-    """Distributions (in this environment) needed by ``names``, following Requires-Dist without extras."""
-    seen, todo = {}, list(names)
-    while todo:
-        name = canonicalize_name(todo.pop())
-        if name in seen:
-            continue
-        dist = metadata.distribution(name)
-        seen[name] = dist
-        for req in dist.requires or []:
-            r = Requirement(req)
-            if r.marker is None or r.marker.evaluate({"extra": ""}):
-                todo.append(r.name)
-    return seen
-
-
-def _link_distributions(dists, site):
-    """Symlink every top-level file or directory of ``dists`` into ``site``."""
-    for dist in dists.values():
-        base = Path(dist.locate_file(""))
-        for f in dist.files or []:
-            top = f.parts[0]
-            if top in ("..", "__pycache__") or top.endswith(".pth"):
-                continue
-            src, dst = base / top, site / top
-            if src.exists() and not dst.exists():
-                dst.symlink_to(src, target_is_directory=src.is_dir())
-
-
 def _run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     assert proc.returncode == 0, f"{cmd[:4]} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -161,108 +133,6 @@ RUNNER = textwrap.dedent(
     nbformat.write(nb, sys.argv[2])
     """
 )
-
-
-def _build_wheel(tmp_path):
-    """The wheel, built from a copy of the sources (pip builds in-tree and would leave build/ in the repo)."""
-    src = tmp_path / "src"
-    shutil.copytree(
-        ROOT / "icl_book", src / "icl_book", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (ROOT / name).exists():
-            shutil.copy(ROOT / name, src / name)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    _run(
-        [
-            *pip,
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "dist"),
-            str(src),
-        ]
-    )
-    (wheel,) = (tmp_path / "dist").glob("icl_book-*.whl")
-    return wheel
-
-
-def _wheel_requirements(wheel):
-    """The distributions the wheel's ``Requires-Dist`` names (without extras)."""
-    import zipfile
-
-    with zipfile.ZipFile(wheel) as zf:
-        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        text = zf.read(meta).decode()
-    requires = [
-        Requirement(ln.split(":", 1)[1].strip())
-        for ln in text.splitlines()
-        if ln.startswith("Requires-Dist:")
-    ]
-    return [r.name for r in requires if r.marker is None or r.marker.evaluate({"extra": ""})]
-
-
-def _kernel_for(tmp_path, py, env):
-    """Register ``py`` as the kernel ``icl-fresh`` through a private JUPYTER_PATH in ``env``."""
-    kernels = tmp_path / "jupyter" / "kernels" / "icl-fresh"
-    kernels.mkdir(parents=True)
-    spec = {
-        "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "fresh",
-        "language": "python",
-    }
-    (kernels / "kernel.json").write_text(json.dumps(spec))
-    env.update(
-        JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data")
-    )
-
-
-def _fresh_venv(tmp_path):
-    """Steps 1-4: the wheel, a fresh venv outside the repository with it installed, and that venv's kernel.
-    Returns ``(python, env, venv, site)``."""
-    # 1. The wheel.
-    wheel = _build_wheel(tmp_path)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-
-    # 2. A fresh venv outside the repository.
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    py = venv / "bin" / "python"
-    # pip of the toolchain installs into the venv (--python): no ensurepip, same pip behaviour.
-    vpip = [*pip, "--python", str(py), "-q"]
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND", "PYTHONHOME")
-    }
-    site = Path(
-        _run(
-            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
-        ).stdout.strip()
-    )
-
-    # 3. Install the wheel and what a Colab runtime already has.
-    if os.environ.get("ICL_BOOK_FULL_VENV") == "1":
-        torch_pin = next(
-            ln.strip()
-            for ln in (ROOT / "requirements.txt").read_text().splitlines()
-            if ln.startswith("torch==")
-        )
-        _run(
-            [*vpip, "install", str(wheel), "ipykernel", "nbclient", torch_pin],
-            env=env,
-            cwd=tmp_path,
-        )
-    else:
-        _run([*vpip, "install", "--no-deps", str(wheel)], env=env, cwd=tmp_path)
-        needed = _wheel_requirements(wheel)
-        assert {"numpy", "torch"} <= {canonicalize_name(n) for n in needed}
-        _link_distributions(_closure([*needed, "ipykernel", "nbclient"]), site)
-        _run([*vpip, "check"], env=env, cwd=tmp_path)
-
-    # 4. The venv's own kernel, found through a private JUPYTER_PATH.
-    _kernel_for(tmp_path, py, env)
-    return py, env, venv, site
 
 
 # --------------------------------------------------------------------------------------------------
@@ -288,28 +158,17 @@ CELLS_RUNNER = textwrap.dedent(
 def _venv_without_the_package(tmp_path, *, torch=True):
     """A venv outside the repository with the wheel's dependencies (or, ``torch=False``, none of
     them), pip and a kernel linked in, but not ``icl_book``; returns ``(python, env, site, wheel)``."""
-    wheel = _build_wheel(tmp_path)
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    py = venv / "bin" / "python"
-    site = Path(
-        _run(
-            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
-        ).stdout.strip()
-    )
     # pip runs inside the kernel (the cell calls sys.executable -m pip), so it is linked in too.
-    needed = [*(_wheel_requirements(wheel) if torch else []), "ipykernel", "nbclient", "pip"]
-    _link_distributions(_closure(needed), site)
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND", "PYTHONHOME")
-    }
-    _kernel_for(tmp_path, py, env)
+    venv = fresh_venv.create(
+        tmp_path / "fresh", ROOT, package=False, dependencies=torch,
+        extra=("ipykernel", "nbclient", "pip"),
+    )  # fmt: skip
     probe = (
         "import importlib.util as u; print(u.find_spec('icl_book'), u.find_spec('torch') is None)"
     )
-    found = _run([str(py), "-c", probe], env=env, cwd=tmp_path).stdout.split()
+    found = _run([str(venv.python), "-c", probe], env=venv.env, cwd=venv.workdir).stdout.split()
     assert found == ["None", str(not torch)], found
-    return py, env, site, wheel
+    return venv.python, venv.env, venv.site, venv.wheel
 
 
 def _run_cells(tmp_path, py, env, sources):
@@ -416,8 +275,9 @@ def test_a_local_kernel_without_torch_is_told_how_to_get_the_cpu_build(tmp_path)
 
 def _run_in_fresh_venv(tmp_path, notebook):
     """Execute ``notebook`` top to bottom in a fresh venv; return the executed code cells."""
-    py, env, venv, site = _fresh_venv(tmp_path)
-    # 5. Execute the chapter there, with a last cell reporting where the package came from.
+    fresh = fresh_venv.create(tmp_path / "fresh", ROOT, extra=("ipykernel", "nbclient"))
+    py, env, venv, site = fresh.python, fresh.env, fresh.python.parents[1], fresh.site
+    # Execute the chapter there, with a last cell reporting where the package came from.
     run = tmp_path / "run"
     run.mkdir()
     nb = nbformat.read(notebook, as_version=4)
@@ -452,43 +312,77 @@ def _run_in_fresh_venv(tmp_path, notebook):
 
 
 @pytest.mark.slow
-def test_wheel_in_fresh_venv_runs_a_chapter(tmp_path):
-    if not CHAPTER.exists():
-        pytest.skip(f"{CHAPTER.name} does not exist yet")
-    code = _run_in_fresh_venv(tmp_path, CHAPTER)
-    printed = "".join(o.get("text", "") for c in code for o in c.outputs)
-    assert "prologue-ex1: correct" in printed
-
-
-# The editions Colab opens (notebooks/NN_slug.ipynb). By default the cheap ones run: chapters whose recorded
-# run time (chapters/timings.json) is at most 15 s, i.e. the prologue and chapter 1. The others take
-# 40-115 s each on two cores (about 7 minutes together); their code cells equal the chapter's, which nbval
-# executes, apart from the solution title line (tests/test_editions.py checks that equality), so what an
-# edition could break is exercised by the cheap ones. ICL_BOOK_ALL_EDITIONS=1 runs every edition.
-EDITION_BUDGET_S = 15.0
-
-
-def _editions():
-    timings = json.loads((ROOT / "chapters" / "timings.json").read_text())
-    params = []
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        seconds = timings.get(path.stem, {}).get("total_s", float("inf"))
-        cheap = seconds <= EDITION_BUDGET_S or os.environ.get("ICL_BOOK_ALL_EDITIONS") == "1"
-        marks = (
-            []
-            if cheap
-            else [pytest.mark.skip(reason=f"{seconds:.0f} s > {EDITION_BUDGET_S:.0f} s budget")]
-        )
-        params.append(pytest.param(path, id=path.stem, marks=marks))
-    return params
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("edition", _editions())
-def test_wheel_in_fresh_venv_runs_an_edition(tmp_path, edition):
+def test_wheel_in_fresh_venv_runs_the_prologue_edition(tmp_path):
+    """The prologue's edition as Colab opens it, in a fresh venv with nothing the wheel does not
+    declare (no myst-nb either): it runs to the end and every check says correct."""
+    edition = ROOT / "notebooks" / "00_prologue.ipynb"
     code = _run_in_fresh_venv(tmp_path, edition)
     printed = "".join(o.get("text", "") for c in code for o in c.outputs)
     checks = re.findall(r"^(\w+-ex\d+): correct$", printed, re.M)
     source = nbformat.read(edition, as_version=4)
     expected = re.findall(r"check_(\w+?)_ex(\d+)\(", "".join(c.source for c in source.cells))
-    assert len(checks) == len(expected), (checks, expected)
+    assert "prologue-ex1" in checks and len(checks) == len(expected), (checks, expected)
+
+
+# Every chapter runs in such a fresh venv in make test's 1-thread nbval stage (Makefile,
+# booktools/fresh_venv.py), where nbval also compares every output: an edition's code cells are its
+# chapter's apart from the solution title comments (tests/test_editions.py), so that stage is the run of
+# every edition in a student's runtime. Its venv has myst-nb too (for glue's records); the chapters'
+# imports are checked against what the wheel declares statically, below.
+def test_the_one_thread_nbval_stage_runs_every_chapter_in_a_fresh_venv():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
+    dry = _run(["make", "-n", "--no-print-directory", "nbval-1thread"], cwd=ROOT, env=env).stdout
+    build, run = dry.split("\n", 1)
+    assert re.fullmatch(r"\S+/python -m booktools\.fresh_venv (\S+) --link myst-nb", build), build
+    folder = build.split()[3]
+    assert f"JUPYTER_PATH={ROOT / folder}/jupyter" in run, run
+    assert f"--nbval-kernel-name {fresh_venv.KERNEL} " in run, run
+    assert "--nbval " in run and run.rstrip().endswith("chapters/[0-9][0-9]_*.ipynb"), run
+
+
+def _declared_closure():
+    """Every distribution the wheel's requirements pull in, and a kernel's (IPython)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = [Requirement(r).name for r in project["dependencies"]]
+    return set(fresh_venv.closure([*names, "ipykernel"]))
+
+
+def _undeclared_imports(source: str, allowed: set[str]) -> list[str]:
+    """Top-level modules ``source`` imports that are neither the standard library, ``icl_book`` nor
+    provided by a distribution in ``allowed``."""
+    import ast
+
+    from booktools import myst
+
+    code = "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    modules = set()
+    for node in ast.walk(myst.parse_python(code)):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    provided = metadata.packages_distributions()
+    return sorted(
+        m
+        for m in modules - set(sys.stdlib_module_names) - {"icl_book"}
+        if not {canonicalize_name(d) for d in provided.get(m, [])} & allowed
+    )
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem
+)
+def test_chapters_import_only_what_the_wheel_declares(path):
+    nb = nbformat.read(path, as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert _undeclared_imports(source, _declared_closure()) == []
+
+
+def test_import_scan_can_fail():
+    allowed = _declared_closure()
+    assert _undeclared_imports("import numpy as np\nfrom scipy import stats", allowed) == []
+    assert _undeclared_imports("%matplotlib inline\nimport sphinx.util, IPython", allowed) == [
+        "sphinx"
+    ]

@@ -128,12 +128,11 @@ def test_the_pdf_gets_the_static_figure():
 
 
 @pytest.fixture(scope="module")
-def site():
+def site(chromium):
     if not (HTML / PAGE).exists():
         pytest.fail(f"the book is not built ({HTML / PAGE} is missing): run `make html`")
-    browser.find_chromium()
     browser.find_axe()
-    with serve(HTML) as url, browser.launch() as chromium:
+    with serve(HTML) as url:
         yield url, chromium
 
 

@@ -126,15 +126,13 @@ def png_record(path):
     return dpi, (float(font) if font is not None else None)
 
 
-def measure_figures(site, pages):
-    """For every image of ``pages`` (paths under ``site``) at a 1280-px window: one row of facts."""
-    from playwright.sync_api import sync_playwright
-
+def measure_figures(site, pages, browser):
+    """For every image of ``pages`` (paths under ``site``) at a 1280-px window in ``browser`` (a
+    playwright ``Browser``, e.g. the ``chromium`` fixture): one row of facts."""
     rows = []
-    with serve(site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+    with serve(site) as url:
+        page = browser.new_page(viewport=WINDOW)
         try:
-            page = browser.new_page(viewport=WINDOW)
             for name in pages:
                 page.goto(f"{url}/{name}", wait_until="load")
                 for row in page.evaluate(_MEASURE_JS):
@@ -145,7 +143,7 @@ def measure_figures(site, pages):
                     row["dpi"], row["font_pt"] = png_record(path)
                     rows.append(row)
         finally:
-            browser.close()
+            page.close()
     return rows
 
 
@@ -186,11 +184,10 @@ def _chapter_pages():
 
 
 @pytest.fixture(scope="module")
-def book_figures():
+def book_figures(chromium):
     if not (HTML / "index.html").exists():
         pytest.fail("the book is not built: run `make html` (make test builds it first)")
-    find_chromium()  # a one-line error naming the fix when the browser is missing
-    return measure_figures(HTML, _chapter_pages())
+    return measure_figures(HTML, _chapter_pages(), chromium)
 
 
 @pytest.mark.browser
@@ -212,7 +209,7 @@ def test_figures_fill_at_most_the_column_that_plotting_assumes(book_figures):
 
 
 @pytest.mark.browser
-def test_the_figure_check_fails_on_small_or_soft_images(tmp_path):
+def test_the_figure_check_fails_on_small_or_soft_images(tmp_path, chromium):
     find_chromium()
     with matplotlib.rc_context():
         plotting.use_book_style()
@@ -238,7 +235,7 @@ def test_the_figure_check_fails_on_small_or_soft_images(tmp_path):
         '<div><img src="squeezed.png" style="width:200px" alt="q"></div>'
         "</article></body></html>"
     )
-    rows = measure_figures(tmp_path, ["page.html"])
+    rows = measure_figures(tmp_path, ["page.html"], chromium)
     problems = figure_problems(rows)
     assert len(rows) == 3
     assert any(p.startswith("page.html: wide.png") and "CSS px <" in p for p in problems), problems

@@ -20,7 +20,7 @@ import textwrap
 import pytest
 import yaml
 
-from .browser import find_chromium, serve
+from .browser import serve
 from .conftest import ROOT
 
 needs_xelatex = pytest.mark.skipif(
@@ -82,17 +82,16 @@ def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
 
 @needs_xelatex
 @pytest.mark.browser
-def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made, made_pdf, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    from .test_figures import CHROMIUM_ARGS, WINDOW
+def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(
+    made, made_pdf, tmp_path, chromium
+):
+    from .test_figures import WINDOW
 
     html = made / "html"
     assert (html / "icl-book.pdf").read_bytes() == made_pdf.read_bytes()  # published, not stale
-    with serve(html) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+    with serve(html) as url:
+        page = chromium.new_page(viewport=WINDOW)
         try:
-            page = browser.new_page(viewport=WINDOW)
             targets = []
             page.goto(f"{url}/chapters/intro.html", wait_until="load")
             link = page.locator("article a.icl-book-pdf")
@@ -112,7 +111,7 @@ def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(made, made_
                 (tmp_path / "got.pdf").write_bytes(body)
                 assert pdf_pages(tmp_path / "got.pdf") > 50
         finally:
-            browser.close()
+            page.close()
 
 
 # --- without a PDF: no link --------------------------------------------------------------------------
