@@ -505,16 +505,18 @@ def _feature_step_design(xs, ys, x_query, feature_map):
     return g, phi_q
 
 
-@renamed(features="feature_map")
-def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, gamma) -> np.ndarray:
+# `gamma` was this (p, p) matrix's old name; everywhere else `gamma` is the reduced model (d, d+1).
+@renamed(features="feature_map", gamma="preconditioner")
+def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, preconditioner) -> np.ndarray:
     """One preconditioned GD step on features ``φ``: ``ŷ = gᵀ Γ φ(x_q)``, ``g = (1/N) Σ_i y_i φ(x_i)``; ``(B,)``.
 
     This is what one LSA+GLU block computes when its GLU writes ``φ`` and its ``W^{KQ}`` is ``Γ`` on those slots
-    (chapter 5): the whole family of one-block predictors with these features.
+    (chapter 5): the whole family of one-block predictors with these features. ``preconditioner`` is that
+    ``(p, p)`` matrix ``Γ`` (e.g. from :func:`fit_one_step_preconditioner`).
     """
     g, phi_q = _feature_step_design(xs, ys, x_query, feature_map)
-    gamma = square_matrix("gamma", gamma, g.shape[1])
-    return np.einsum("bp,pq,bq->b", g, gamma, phi_q)
+    preconditioner = square_matrix("preconditioner", preconditioner, g.shape[1])
+    return np.einsum("bp,pq,bq->b", g, preconditioner, phi_q)
 
 
 @renamed(features="feature_map")

@@ -63,7 +63,7 @@ def test_bad_inputs_name_the_argument():
     q = sample_quadratic_prompts(5, 10, 2, rng=np.random.default_rng(4))
     with pytest.raises(TypeError, match="feature_map"):
         E.preconditioned_feature_step_predict(*q[:3], "phi", np.eye(3))
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match="preconditioner"):
         E.preconditioned_feature_step_predict(*q[:3], _phi, np.eye(3))
     with pytest.raises(ValueError, match="ridges"):
         E.select_kernel_ridge(*q[:4], E.glu_kernel(), [1.0, -1.0])

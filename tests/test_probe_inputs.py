@@ -552,8 +552,8 @@ SPECS.update(
         ),
         "estimators.preconditioned_feature_step_predict": _on_prompts(
             estimators.preconditioned_feature_step_predict,
-            dict(feature_map=_PHI, gamma=np.eye(_P_DIM)),
-            dict(feature_map="callable", gamma="array"),
+            dict(feature_map=_PHI, preconditioner=np.eye(_P_DIM)),
+            dict(feature_map="callable", preconditioner="array"),
         ),
         "estimators.glu_kernel": (
             _kernel_at(estimators.glu_kernel),

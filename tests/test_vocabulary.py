@@ -215,3 +215,44 @@ def test_old_argument_names_still_work_with_a_deprecation_warning(call, old, new
 def test_randomness_is_always_an_explicit_keyword(name):
     users = [where for where, sig in SIGNATURES if name in sig.parameters]
     assert users, f"no public function takes {name}"
+
+
+def _gamma_specs():
+    from tests.test_probe_inputs import SPECS
+
+    return sorted(name for name, (_, positional, _, _) in SPECS.items() if "gamma" in positional)
+
+
+def test_gamma_is_only_ever_the_reduced_model():
+    """One name, one thing (issue 31): ``gamma`` is the ``(d, d+1)`` reduced linear-attention model Γ in
+    every public signature; a ``(p, p)`` preconditioner is called ``preconditioner``. Every public
+    callable taking ``gamma`` (each has a valid call in the probe suite) refuses a square matrix, naming
+    the shape it wants, and accepts the ``(d, d+1)`` one of its valid call."""
+    import numpy as np
+
+    from tests.test_probe_inputs import SPECS, _rng
+
+    takers = sorted(where for where, sig in SIGNATURES if "gamma" in sig.parameters)
+    assert takers == _gamma_specs(), "a public callable takes gamma without a probe spec"
+    for name in takers:
+        func, positional, keywords, kinds = SPECS[name]
+        call = {**positional, **keywords, **({"rng": _rng()} if "rng" in kinds else {})}
+        d = positional["gamma"].shape[0]
+        assert positional["gamma"].shape == (d, d + 1)
+        func(**call)
+        with pytest.raises(ValueError, match=r"gamma must have shape \(d, d\+1\)"):
+            func(**{**call, "gamma": np.eye(d)})
+
+
+def test_the_preconditioner_kept_its_old_keyword_with_a_warning():
+    import numpy as np
+
+    from icl_book import estimators
+    from tests.test_probe_inputs import _P_DIM, _PHI, _XQ, _XS, _YS
+
+    new = estimators.preconditioned_feature_step_predict(_XS, _YS, _XQ, _PHI, np.eye(_P_DIM))
+    with pytest.warns(DeprecationWarning, match="'gamma' is now called 'preconditioner'"):
+        old = estimators.preconditioned_feature_step_predict(
+            _XS, _YS, _XQ, feature_map=_PHI, gamma=np.eye(_P_DIM)
+        )
+    np.testing.assert_array_equal(old, new)
