@@ -1,7 +1,9 @@
 """Authoring and build tools of the book (not installed with ``icl_book``; run from a clone).
 
-Commands are ``python -m booktools.<module> ...`` run from the repository root; ``editions``,
-``explorer_data``, ``notation`` and ``publish`` also take ``--root``. The modules, one job each:
+Commands are ``python -m booktools.<module> ...``; every tool that reads the repository takes
+``--root DIR`` (default: the repository the current directory is in, :func:`find_root`), except
+``tables`` and ``train_study``, which read and write paths relative to the current directory (run
+them from the repository root). The modules, one job each:
 
 - ``chapters``: the one list of chapters (read from ``_toc.yml``) and their titles.
 - ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.

@@ -1,9 +1,9 @@
 """Course assignments: student and instructor notebooks from the chapters, and an autograder.
 
-Two commands (run from the repository root)::
+Two commands (the repository: ``--root DIR``, default the one the current directory is in)::
 
-    python -m booktools.assignments build [--chapters 00 hermite ...] [--out DIR]
-    python -m booktools.assignments grade NOTEBOOK... [--out report.csv] [--timeout S]
+    python -m booktools.assignments build [--root DIR] [--chapters 00 hermite ...] [--out DIR]
+    python -m booktools.assignments grade NOTEBOOK... [--root DIR] [--out report.csv] [--timeout S]
 
 ``build`` writes, per chapter ``NN_slug``,
 
@@ -83,9 +83,6 @@ __all__ = [
     "main",
 ]
 
-# booktools lives in the clone (it is not installed), so the repository is the folder above it.
-ROOT = find_root(Path(__file__).resolve().parent)
-CHAPTERS_DIR = ROOT / "chapters"
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
@@ -137,8 +134,22 @@ class Chapter:
 
     @property
     def title(self) -> str:
-        """The chapter's title: its source's ``# `` heading (:func:`booktools.chapters.chapter_title`)."""
-        return chapter_title(CHAPTERS_DIR / f"{self.stem}.md")
+        """The chapter's title: its source's ``# `` heading (:func:`booktools.chapters.chapter_title`) in
+        the current directory's repository (:meth:`title_in` reads another's)."""
+        return self.title_in()
+
+    def title_in(self, chapters_dir: str | os.PathLike | None = None) -> str:
+        """The chapter's title as ``chapters_dir`` (default: the current directory's repository's
+        ``chapters``) has it."""
+        return chapter_title(_chapters_dir(chapters_dir) / f"{self.stem}.md")
+
+
+def _chapters_dir(
+    chapters_dir: str | os.PathLike | None = None, root: str | os.PathLike | None = None
+) -> Path:
+    """``chapters_dir``, or by default the ``chapters`` folder of the repository ``root`` (default:
+    the one the current directory is in; :func:`booktools.find_root`)."""
+    return Path(chapters_dir) if chapters_dir is not None else find_root(root) / "chapters"
 
 
 # run_time=None: the instructors table takes the run time from chapters/timings.json (written when the
@@ -237,13 +248,14 @@ def chapter_info(key: str) -> Chapter | None:
 _STEM_RE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[A-Za-z0-9_]+)$")
 
 
-def chapter_files(selection=None, chapters_dir: str | os.PathLike = CHAPTERS_DIR) -> list[Path]:
+def chapter_files(selection=None, chapters_dir: str | os.PathLike | None = None) -> list[Path]:
     """The chapter notebooks to build, in book order (``NN_slug.ipynb``, else ``NN_slug.md``).
 
     ``selection``: ``None`` for every chapter, or numbers (``"00"``, ``"1"``), stems (``"01_hermite"``),
     slugs or short names (``"lsa"``). Raises ``ValueError`` for a selection that matches no chapter.
+    ``chapters_dir``: default the current directory's repository's ``chapters``.
     """
-    chapters_dir = Path(chapters_dir)
+    chapters_dir = _chapters_dir(chapters_dir)
     if not chapters_dir.is_dir():
         raise ValueError(f"chapters_dir must be an existing directory, got {chapters_dir}")
     stems = sorted(
@@ -847,11 +859,11 @@ def edition_of(chapter: str | os.PathLike) -> Path:
 def build(
     chapters=None,
     out: str | os.PathLike = "_build/assignments",
-    chapters_dir: str | os.PathLike = CHAPTERS_DIR,
+    chapters_dir: str | os.PathLike | None = None,
 ) -> list[Path]:
     """Write the student, instructor and nbgrader-source notebooks of the selected chapters.
 
-    Returns the paths written. See :func:`chapter_files` for ``chapters``.
+    Returns the paths written. See :func:`chapter_files` for ``chapters`` and ``chapters_dir``.
     """
     import nbformat
 
@@ -881,9 +893,10 @@ def build(
 # --------------------------------------------------------------------------------------------------
 # Grading (booktools/grader.py does it; booktools/grader_sandbox.py is the box a submission runs in)
 # --------------------------------------------------------------------------------------------------
-def chapter_release(key: str, chapters_dir: str | os.PathLike = CHAPTERS_DIR):
+def chapter_release(key: str, chapters_dir: str | os.PathLike | None = None):
     """The student edition (= nbgrader release) of one chapter, built from the repository: what the
-    grader trusts for that chapter's exercises, points and checks."""
+    grader trusts for that chapter's exercises, points and checks (``chapters_dir``: default the
+    current directory's repository's ``chapters``)."""
     (path,) = chapter_files([key], chapters_dir)
     return student_notebook(load_notebook(edition_of(path)), path.stem)
 
@@ -950,15 +963,17 @@ def grade(
     jobs: int = 1,
     no_sandbox: bool = False,
     inputs_seed: int | None = None,
+    root: str | os.PathLike | None = None,
 ):
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
 
     ``release``: the trusted release to grade against (a path or notebook; e.g. nbgrader's release or a
     student edition of :func:`build`). Without it, the chapter is inferred from the batch's *paths*
     (:func:`batch_chapter`: all must name the same chapter) and its student edition built from the
-    repository; a submission's own metadata never decides. The student is named from the path
-    (:func:`student_name`: nbgrader's ``submitted/<student>/<assignment>/`` layout, else the file
-    stem). All files are read before the first submission runs.
+    repository ``root`` (default: the one the current directory is in); a submission's own metadata
+    never decides. The student is named from the path (:func:`student_name`: nbgrader's
+    ``submitted/<student>/<assignment>/`` layout, else the file stem). All files are read before the
+    first submission runs.
 
     The report is written as grading goes (each student's rows appended when graded, so a killed run
     keeps what it graded) and rewritten in the order of ``notebooks`` at the end. A submission the
@@ -990,7 +1005,7 @@ def grade(
     if release is not None:
         fixed = release if hasattr(release, "cells") else load_notebook(release)
     else:
-        fixed = chapter_release(batch_chapter(notebooks))
+        fixed = chapter_release(batch_chapter(notebooks), _chapters_dir(root=root))
     submissions = []
     for path in notebooks:
         try:
@@ -1115,7 +1130,7 @@ TABLE_BEGIN = "<!-- BEGIN chapter table: generated by `python -m booktools.assig
 TABLE_END = "<!-- END chapter table -->"
 
 
-def _run_times(chapters_dir: Path = CHAPTERS_DIR) -> dict[str, float]:
+def _run_times(chapters_dir: Path) -> dict[str, float]:
     try:
         data = json.loads((Path(chapters_dir) / "timings.json").read_text(encoding="utf-8"))
         return {stem: float(entry["total_s"]) for stem, entry in data.items()}
@@ -1134,13 +1149,15 @@ def _format_run_time(seconds: float) -> str:
     return "> 10 min"
 
 
-def instructors_table(chapters_dir: str | os.PathLike = CHAPTERS_DIR) -> str:
+def instructors_table(chapters_dir: str | os.PathLike | None = None) -> str:
     """The instructors page's chapter table (a MyST list-table) from :data:`CHAPTERS`.
 
-    Run times come from ``chapters/timings.json`` (whole-chapter execution on 2 CPU cores) unless a
-    chapter's ``run_time`` overrides them.
+    Titles come from the chapters' sources and run times from ``timings.json`` (whole-chapter
+    execution on 2 CPU cores) in ``chapters_dir`` (default: the current directory's repository's
+    ``chapters``), unless a chapter's ``run_time`` overrides them.
     """
-    times = _run_times(Path(chapters_dir))
+    chapters_dir = _chapters_dir(chapters_dir)
+    times = _run_times(chapters_dir)
     lines = [
         "```{list-table}",
         ":header-rows: 1",
@@ -1157,21 +1174,35 @@ def instructors_table(chapters_dir: str | os.PathLike = CHAPTERS_DIR) -> str:
             run_time = _format_run_time(times[ch.stem])
         else:
             run_time = "not measured yet"
-        lines += [f"* - **{ch.title}**", "", f"    `{ch.stem}`, exercises `{ch.short}-ex<N>`"]
+        lines += [
+            f"* - **{ch.title_in(chapters_dir)}**",
+            "",
+            f"    `{ch.stem}`, exercises `{ch.short}-ex<N>`",
+        ]
         lines += [("  - + " if k == 0 else "    + ") + obj for k, obj in enumerate(ch.objectives)]
         lines += [f"  - {run_time}"]
     lines.append("```")
     return "\n".join(lines)
 
 
-def update_instructors_page(page: str | os.PathLike, check: bool = False) -> bool:
-    """Replace the generated table in ``page``; with ``check`` only report whether it is up to date."""
+def update_instructors_page(
+    page: str | os.PathLike, check: bool = False, root: str | os.PathLike | None = None
+) -> bool:
+    """Replace the generated table in ``page``; with ``check`` only report whether it is up to date.
+
+    The table is that of the repository ``root`` (default: the one the current directory is in)."""
     page = Path(page)
     text = page.read_text(encoding="utf-8")
     start, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"page must contain the table markers, {page} does not")
-    new = text[: start + len(TABLE_BEGIN)] + "\n" + instructors_table() + "\n" + text[end:]
+    new = (
+        text[: start + len(TABLE_BEGIN)]
+        + "\n"
+        + instructors_table(_chapters_dir(root=root))
+        + "\n"
+        + text[end:]
+    )
     if check:
         return new == text
     page.write_text(new, encoding="utf-8")
@@ -1188,13 +1219,21 @@ def main(argv: list[str] | None = None) -> int:
         description="Student/instructor notebooks from the chapters, and an autograder.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="write student, instructor and nbgrader-source notebooks")
+    with_root = argparse.ArgumentParser(add_help=False)
+    with_root.add_argument(
+        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
+    )
+    b = sub.add_parser(
+        "build", parents=[with_root], help="write student, instructor and nbgrader-source notebooks"
+    )
     b.add_argument(
         "--chapters", nargs="*", default=None, help="numbers, stems or short names (default: all)"
     )
     b.add_argument("--out", type=Path, default=Path("_build/assignments"), help="output directory")
-    b.add_argument("--chapters-dir", type=Path, default=CHAPTERS_DIR, help=argparse.SUPPRESS)
-    g = sub.add_parser("grade", help="execute submissions and write a CSV of scores")
+    b.add_argument("--chapters-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    g = sub.add_parser(
+        "grade", parents=[with_root], help="execute submissions and write a CSV of scores"
+    )
     g.add_argument("notebooks", nargs="+", type=Path)
     g.add_argument(
         "--release",
@@ -1242,15 +1281,18 @@ def main(argv: list[str] | None = None) -> int:
     gb.add_argument(
         "--db", default=None, help="gradebook URL (default: sqlite:///COURSE/gradebook.db)"
     )
-    t = sub.add_parser("table", help="print the instructors page's chapter table")
+    t = sub.add_parser(
+        "table", parents=[with_root], help="print the instructors page's chapter table"
+    )
     t.add_argument("--write", type=Path, default=None, help="update the table in this page")
     t.add_argument("--check", action="store_true", help="with --write: fail if the page is stale")
     args = parser.parse_args(argv)
 
     if args.command == "build":
         try:
-            written = build(args.chapters, args.out, args.chapters_dir)
-        except ValueError as exc:
+            chapters_dir = _chapters_dir(args.chapters_dir, args.root)
+            written = build(args.chapters, args.out, chapters_dir)
+        except (ValueError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         for path in written:
@@ -1279,6 +1321,7 @@ def main(argv: list[str] | None = None) -> int:
                 jobs=min(jobs, len(args.notebooks)),
                 no_sandbox=args.no_sandbox,
                 inputs_seed=args.inputs_seed,
+                root=args.root,
             )
         except SandboxUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -1287,7 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
             kept = f"; {args.out} holds the students graded before it" if args.out else ""
             print(f"error: grading stopped, not the students' fault: {exc}{kept}", file=sys.stderr)
             return 3
-        except ValueError as exc:
+        except (ValueError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if args.no_sandbox:
@@ -1313,16 +1356,21 @@ def main(argv: list[str] | None = None) -> int:
         for student, total in totals.items():
             print(f"{student}: {total:g}")
         return 0
+    try:
+        chapters_dir = _chapters_dir(root=args.root)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.write is None:
-        print(instructors_table())
+        print(instructors_table(chapters_dir))
         return 0
     if args.check:
-        ok = update_instructors_page(args.write, check=True)
+        ok = update_instructors_page(args.write, check=True, root=chapters_dir.parent)
         print(
             "up to date" if ok else f"{args.write} is stale: run without --check", file=sys.stderr
         )
         return 0 if ok else 1
-    update_instructors_page(args.write)
+    update_instructors_page(args.write, root=chapters_dir.parent)
     return 0
 
 

@@ -3,6 +3,7 @@
 ``python -m booktools.notebooks execute [PATH.md ...]`` regenerates the executed notebooks (``make execute``);
 ``python -m booktools.notebooks check-pairs`` fails on a missing or stale ``.ipynb`` (``make test``);
 ``python -m booktools.notebooks time-nbval [PATH.md ...]`` records nbval's run time at 1 and 2 threads.
+Each takes ``--root DIR``, the repository (default: the one the current directory is in).
 
 Executed notebooks carry no run-to-run noise: no timings, no execution metadata, and cell ids derived from
 the cell's position, so re-executing an unchanged chapter rewrites an identical file.
@@ -28,10 +29,6 @@ __all__ = [
     "read_timings",
     "figure_index_markdown",
 ]
-
-# booktools lives in the clone (it is not installed), so the repository is the folder above it.
-ROOT = find_root(Path(__file__).resolve().parent)
-CHAPTERS = ROOT / "chapters"
 
 
 def cells_signature(nb) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -81,8 +78,10 @@ def _cell_seconds(cell) -> float:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def read_timings(chapters_dir: Path = CHAPTERS) -> dict:
-    """The run times recorded by the last ``make execute``: ``{stem: {"total_s", "cells_s"}}``."""
+def read_timings(chapters_dir: Path | None = None) -> dict:
+    """The run times recorded by the last ``make execute``: ``{stem: {"total_s", "cells_s"}}``, from
+    ``chapters_dir`` (default: the current directory's repository's ``chapters``)."""
+    chapters_dir = chapters_dir if chapters_dir is not None else find_root() / "chapters"
     path = Path(chapters_dir) / "timings.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -107,12 +106,13 @@ def _write_timings(chapters_dir: Path, timings: dict) -> None:
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def time_nbval(ipynb: Path, threads: int | None, root: Path = ROOT) -> tuple[float, float]:
+def time_nbval(ipynb: Path, threads: int | None, root: Path | None = None) -> tuple[float, float]:
     """``(wall seconds, CPU seconds)`` of nbval on one executed chapter with ``threads`` BLAS threads.
 
     ``threads=None`` leaves the thread count to the libraries' default (every core: what a student
     running the notebook gets). CPU seconds are those of the pytest process and the kernel it started
     and reaped; a failing nbval run raises ``RuntimeError`` (a time of a broken chapter means nothing).
+    nbval runs in the repository ``root`` (default: the one the current directory is in).
     """
     import resource
     import subprocess
@@ -122,6 +122,7 @@ def time_nbval(ipynb: Path, threads: int | None, root: Path = ROOT) -> tuple[flo
     if threads is not None:
         env.update({v: str(threads) for v in THREAD_VARIABLES})
     env.pop("MPLBACKEND", None)
+    root = find_root(root)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval"]
     cmd += ["--nbval-sanitize-with", str(Path(root) / "nbval_sanitize.cfg"), str(ipynb)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -137,18 +138,24 @@ def time_nbval(ipynb: Path, threads: int | None, root: Path = ROOT) -> tuple[flo
     return wall, cpu
 
 
-def record_nbval_times(paths: list[Path], threads=(1, 2), chapters_dir: Path = CHAPTERS) -> dict:
+def record_nbval_times(
+    paths: list[Path], threads=(1, 2), chapters_dir: Path | None = None, root: Path | None = None
+) -> dict:
     """Time nbval on each chapter at each thread count and record it in ``timings.json``.
 
     Each chapter's entry gains ``nbval_s`` and ``nbval_cpu_s``: ``{"1": seconds, "2": seconds}`` (wall
     and CPU time of ``pytest --nbval`` on the executed notebook, kernel start included); a thread count
-    of ``None`` (the libraries' default) is recorded under ``"default"``.
+    of ``None`` (the libraries' default) is recorded under ``"default"``. nbval runs in the repository
+    ``root`` (default: the one the current directory is in), whose ``chapters`` is the default
+    ``chapters_dir``.
     """
+    root = find_root(root)
+    chapters_dir = chapters_dir if chapters_dir is not None else root / "chapters"
     results = {}
     for path in paths:
         ipynb = Path(path).with_suffix(".ipynb")
         for n in threads:
-            wall, cpu = time_nbval(ipynb, n)
+            wall, cpu = time_nbval(ipynb, n, root)
             key = "default" if n is None else str(n)
             results.setdefault(ipynb.stem, {})[key] = (wall, cpu)
             print(f"{ipynb.stem}: {key} thread(s) {wall:6.1f} s wall, {cpu:6.1f} s CPU", flush=True)
@@ -190,8 +197,9 @@ def execute_chapter(md_path: Path, timeout: int = 900) -> Path:
     return out
 
 
-def pair_problems(root: Path = ROOT) -> list[str]:
-    """One message per chapter whose ``.ipynb`` is missing, unexecuted or out of step with its ``.md``."""
+def pair_problems(root: Path | None = None) -> list[str]:
+    """One message per chapter whose ``.ipynb`` is missing, unexecuted or out of step with its ``.md``
+    (the chapters of the repository ``root``, default the one the current directory is in)."""
     import jupytext
 
     problems = []
@@ -227,15 +235,17 @@ def _title(nb) -> str:
     return "?"
 
 
-def figure_index_markdown(root: Path = ROOT) -> str:
-    """The text of ``chapters/figures.md``: every figure of every chapter, from the executed notebooks.
+def figure_index_markdown(root: Path | None = None) -> str:
+    """The text of ``chapters/figures.md``: every figure of every chapter, from the executed notebooks
+    of the repository ``root`` (default: the one the current directory is in).
 
     For each figure: its name and caption, the chapter, the ``icl_book`` functions the figure's cell calls, and
     the run time of that cell and of the whole chapter (from ``timings.json``).
     """
     import nbformat
 
-    timings = read_timings(Path(root) / "chapters")
+    root = find_root(root)
+    timings = read_timings(root / "chapters")
     lines = [
         "(figure-index)=",
         "# Index of figures",
@@ -297,33 +307,58 @@ def _package_aliases(nb) -> set[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m booktools.notebooks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("execute", help="execute chapters and write their .ipynb")
+    with_root = argparse.ArgumentParser(add_help=False)
+    with_root.add_argument(
+        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
+    )
+    ex = sub.add_parser(
+        "execute", parents=[with_root], help="execute chapters and write their .ipynb"
+    )
     ex.add_argument("paths", nargs="*", type=Path, help="chapter sources (default: all)")
-    sub.add_parser("check-pairs", help="fail when a chapter's .ipynb is missing or stale")
-    sub.add_parser("figure-index", help="write chapters/figures.md from the executed chapters")
+    sub.add_parser(
+        "check-pairs",
+        parents=[with_root],
+        help="fail when a chapter's .ipynb is missing or stale",
+    )
+    sub.add_parser(
+        "figure-index",
+        parents=[with_root],
+        help="write chapters/figures.md from the executed chapters",
+    )
     tn = sub.add_parser(
-        "time-nbval", help="time nbval per chapter at 1 and 2 threads (timings.json)"
+        "time-nbval",
+        parents=[with_root],
+        help="time nbval per chapter at 1 and 2 threads (timings.json)",
     )
     tn.add_argument("paths", nargs="*", type=Path, help="chapter sources (default: all)")
     tn.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
+    if args.command == "execute" and args.paths and args.root is None:
+        root = None  # the chapters are named: no repository needed
+    else:
+        try:
+            root = find_root(args.root)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "figure-index":
-        (CHAPTERS / "figures.md").write_text(figure_index_markdown())
-        print(f"wrote {CHAPTERS / 'figures.md'}")
+        page = root / "chapters" / "figures.md"
+        page.write_text(figure_index_markdown(root))
+        print(f"wrote {page}")
         return 0
     if args.command == "time-nbval":
-        record_nbval_times(args.paths or chapter_sources(ROOT), tuple(args.threads))
+        record_nbval_times(args.paths or chapter_sources(root), tuple(args.threads), root=root)
         return 0
     if args.command == "execute":
-        for md in args.paths or chapter_sources(ROOT):
+        for md in args.paths or chapter_sources(root):
             print(f"executing {md} ...", flush=True)
             print(f"  wrote {execute_chapter(md)}", flush=True)
         return 0
-    problems = pair_problems()
+    problems = pair_problems(root)
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:
-        print(f"{len(chapter_sources(ROOT))} chapter pairs in step")
+        print(f"{len(chapter_sources(root))} chapter pairs in step")
     return 1 if problems else 0
 
 
