@@ -90,9 +90,9 @@ def test_bools_and_strings_are_not_numbers(call):
 def test_covariance_arguments_must_be_psd():
     eye = np.eye(3)
     with pytest.raises(ValueError, match="input_cov must be positive semidefinite"):
-        estimators.one_step_gd_risk(eye, -eye, 5)
+        theory.one_step_gd_risk(eye, -eye, 5)
     with pytest.raises(ValueError, match="input_cov must be symmetric"):
-        estimators.optimal_preconditioner(np.triu(np.ones((3, 3))), 5)
+        theory.optimal_preconditioner(np.triu(np.ones((3, 3))), 5)
 
 
 # --- empty contexts and non-integer indices ------------------------------------------------------

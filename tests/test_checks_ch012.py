@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from icl_book import checks, estimators
+from icl_book import checks, estimators, theory
 from icl_book.attention import LinearSelfAttention, gd_lsa_weights, lsa_predict
 from icl_book.checks import CheckFailed
 from icl_book.hermite import LINKS, hermite_coefficients, hermite_he
@@ -254,7 +254,7 @@ def test_lsa_ex2_rejects_wrong_answers(answer):
 # --- lsa-ex4: predict Γ*, then hand in a trained layer's predictions --------------------------------------
 
 COV4, N4, S4 = np.diag([3.0, 1.0, 0.3]), 10, 0.2
-GAMMA4 = estimators.optimal_preconditioner(COV4, N4, S4)
+GAMMA4 = theory.optimal_preconditioner(COV4, N4, S4)
 
 
 def gamma_written_differently():

@@ -153,20 +153,20 @@ SPECS = {
         {},
         dict(xs="array", ys="array", x_query="array", y_query="array", kernel="callable"),
     ),
-    "estimators.best_one_step_eta": (
-        estimators.best_one_step_eta,
+    "theory.best_one_step_eta": (
+        theory.best_one_step_eta,
         dict(input_cov=np.eye(2), context_len=5, noise_var=0.1),
         {},
         dict(input_cov="array", context_len="int", noise_var="float"),
     ),
-    "estimators.best_linear_risk_quadratic": (
-        estimators.best_linear_risk_quadratic,
+    "theory.best_linear_risk_quadratic": (
+        theory.best_linear_risk_quadratic,
         dict(A=np.eye(2), noise_var=0.1),
         {},
         dict(A="array", noise_var="float"),
     ),
-    "estimators.hermite_one_step_excess_risk": (
-        estimators.hermite_one_step_excess_risk,
+    "theory.hermite_one_step_excess_risk": (
+        theory.hermite_one_step_excess_risk,
         dict(context_len=5, dim=2, noise_var=0.1),
         {},
         dict(context_len="int", dim="int", noise_var="float"),
@@ -578,20 +578,20 @@ SPECS.update(
             dict(kernel=_KERNEL, eta=0.5),
             dict(kernel="callable", eta="float"),
         ),
-        "estimators.one_step_gd_risk": (
-            estimators.one_step_gd_risk,
+        "theory.one_step_gd_risk": (
+            theory.one_step_gd_risk,
             dict(preconditioner=0.3 * np.eye(2), input_cov=np.eye(2), context_len=5, noise_var=0.1),
             {},
             dict(preconditioner="array", input_cov="array", context_len="int", noise_var="float"),
         ),
-        "estimators.optimal_preconditioner": (
-            estimators.optimal_preconditioner,
+        "theory.optimal_preconditioner": (
+            theory.optimal_preconditioner,
             dict(input_cov=np.eye(2), context_len=5, noise_var=0.1),
             {},
             dict(input_cov="array", context_len="int", noise_var="float"),
         ),
-        "estimators.optimal_preconditioned_risk": (
-            estimators.optimal_preconditioned_risk,
+        "theory.optimal_preconditioned_risk": (
+            theory.optimal_preconditioned_risk,
             dict(input_cov=np.eye(2), context_len=5, noise_var=0.1),
             {},
             dict(input_cov="array", context_len="int", noise_var="float"),

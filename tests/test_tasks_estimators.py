@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icl_book import estimators, tasks
+from icl_book import estimators, tasks, theory
 
 
 def rng(seed=0):
@@ -141,35 +141,33 @@ def test_one_step_gd_risk_matches_monte_carlo():
     p = tasks.sample_linear_prompts(200_000, 6, 3, rng=rng(6), noise_var=0.3, input_cov=cov)
     err = (estimators.one_step_gd_predict(p.xs, p.ys, p.x_query, 1.0, gamma) - p.y_query) ** 2
     sem = err.std() / np.sqrt(err.size)
-    exact = estimators.one_step_gd_risk(gamma, cov, 6, 0.3)
+    exact = theory.one_step_gd_risk(gamma, cov, 6, 0.3)
     assert abs(err.mean() - exact) < 4 * sem
 
 
 def test_optimal_preconditioner_minimises_the_risk():
     cov = np.diag([3.0, 1.0, 0.2])
     n, s2 = 10, 0.5
-    best = estimators.optimal_preconditioner(cov, n, s2)
-    r_star = estimators.optimal_preconditioned_risk(cov, n, s2)
-    assert r_star == pytest.approx(estimators.one_step_gd_risk(best, cov, n, s2), rel=1e-12)
+    best = theory.optimal_preconditioner(cov, n, s2)
+    r_star = theory.optimal_preconditioned_risk(cov, n, s2)
+    assert r_star == pytest.approx(theory.one_step_gd_risk(best, cov, n, s2), rel=1e-12)
     g = rng(7)
     for _ in range(20):
         bump = 1e-2 * g.standard_normal((3, 3))
-        assert estimators.one_step_gd_risk(best + bump, cov, n, s2) > r_star
-    eta = estimators.best_one_step_eta(cov, n, s2)
-    r_eta = estimators.one_step_gd_risk(eta * np.eye(3), cov, n, s2)
-    assert r_eta < estimators.one_step_gd_risk(1.01 * eta * np.eye(3), cov, n, s2)
-    assert r_eta < estimators.one_step_gd_risk(0.99 * eta * np.eye(3), cov, n, s2)
+        assert theory.one_step_gd_risk(best + bump, cov, n, s2) > r_star
+    eta = theory.best_one_step_eta(cov, n, s2)
+    r_eta = theory.one_step_gd_risk(eta * np.eye(3), cov, n, s2)
+    assert r_eta < theory.one_step_gd_risk(1.01 * eta * np.eye(3), cov, n, s2)
+    assert r_eta < theory.one_step_gd_risk(0.99 * eta * np.eye(3), cov, n, s2)
     assert r_star <= r_eta
 
 
 def test_isotropic_closed_forms():
     d, n, s2 = 5, 20, 0.25
     eye = np.eye(d)
-    assert estimators.best_one_step_eta(eye, n, s2) == pytest.approx(
-        n / (n + d + 1 + s2), rel=1e-14
-    )
+    assert theory.best_one_step_eta(eye, n, s2) == pytest.approx(n / (n + d + 1 + s2), rel=1e-14)
     np.testing.assert_allclose(
-        estimators.optimal_preconditioner(eye, n, s2), eye / (1 + (d + 1 + s2) / n), rtol=1e-14
+        theory.optimal_preconditioner(eye, n, s2), eye / (1 + (d + 1 + s2) / n), rtol=1e-14
     )
 
 

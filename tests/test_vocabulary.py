@@ -256,3 +256,14 @@ def test_the_preconditioner_kept_its_old_keyword_with_a_warning():
             _XS, _YS, _XQ, feature_map=_PHI, gamma=np.eye(_P_DIM)
         )
     np.testing.assert_array_equal(old, new)
+
+
+def test_the_closed_form_risks_old_home_still_answers_with_a_warning():
+    from icl_book import estimators, theory
+
+    with pytest.warns(DeprecationWarning, match="is now icl_book.theory.one_step_gd_risk"):
+        moved = estimators.one_step_gd_risk
+    assert moved is theory.one_step_gd_risk
+    assert "one_step_gd_risk" not in estimators.__all__
+    with pytest.raises(AttributeError):
+        estimators.no_such_risk  # noqa: B018
