@@ -22,7 +22,7 @@ from icl_book.checks import (
     check_glu_ex2,
     check_glu_ex4,
 )
-from icl_book.estimators import hermite_one_step_excess_risk
+from icl_book.theory import hermite_one_step_excess_risk
 
 
 def _stub(*args, **kwargs):

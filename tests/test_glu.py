@@ -10,7 +10,7 @@ import torch
 
 from icl_book import attention as at
 from icl_book import estimators as est
-from icl_book import tasks
+from icl_book import tasks, theory
 from icl_book.checks import CheckFailed
 
 # Tolerance of the exact constructions: the block and the kernel formula add the same O(N·p) products in a
@@ -190,22 +190,22 @@ def test_kernels_and_estimators():
 
 def test_best_linear_risk_quadratic():
     a = np.array([[1.0, 0.5], [0.5, -2.0]])
-    assert est.best_linear_risk_quadratic(a, 0.3) == pytest.approx(
+    assert theory.best_linear_risk_quadratic(a, 0.3) == pytest.approx(
         0.3 + 2 * (1 + 0.5 + 4) + 1.0, abs=1e-14
     )
     batch = np.stack([a, 2 * a])
-    np.testing.assert_allclose(est.best_linear_risk_quadratic(batch), [12.0, 48.0], rtol=1e-14)
+    np.testing.assert_allclose(theory.best_linear_risk_quadratic(batch), [12.0, 48.0], rtol=1e-14)
     # Monte Carlo: E y² for y = xᵀAx + ε; 4e5 samples, relative standard error ~ 0.4 %; 5 s.e. tolerance
     rng = np.random.default_rng(0)
     x = rng.standard_normal((400_000, 2))
     y = np.einsum("ni,ij,nj->n", x, a, x) + np.sqrt(0.3) * rng.standard_normal(400_000)
-    assert np.mean(y**2) == pytest.approx(est.best_linear_risk_quadratic(a, 0.3), rel=0.02)
+    assert np.mean(y**2) == pytest.approx(theory.best_linear_risk_quadratic(a, 0.3), rel=0.02)
     with pytest.raises(ValueError, match="symmetric"):
-        est.best_linear_risk_quadratic(np.array([[0.0, 1.0], [0.0, 0.0]]))
+        theory.best_linear_risk_quadratic(np.array([[0.0, 1.0], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="square"):
-        est.best_linear_risk_quadratic(np.zeros((2, 3)))
+        theory.best_linear_risk_quadratic(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="noise_var"):
-        est.best_linear_risk_quadratic(a, -1.0)
+        theory.best_linear_risk_quadratic(a, -1.0)
 
 
 def test_quadratic_sampler():
@@ -213,7 +213,7 @@ def test_quadratic_sampler():
     a = tasks.sample_quadratic_tasks(50_000, 4, rng=rng)
     assert np.allclose(a, np.swapaxes(a, 1, 2))
     # normalisation E[2‖A‖² + (tr A)²] = 1: the per-task value has s.d. ~ 0.6, so the mean of 5e4 has s.e. ~ 0.003
-    assert np.mean(est.best_linear_risk_quadratic(a)) == pytest.approx(1.0, abs=0.015)
+    assert np.mean(theory.best_linear_risk_quadratic(a)) == pytest.approx(1.0, abs=0.015)
     p = tasks.sample_quadratic_prompts(3, 7, 4, rng=rng, noise_var=0.0)
     assert p.xs.shape == (3, 7, 4) and p.ys.shape == (3, 7) and p.tasks.shape == (3, 4, 4)
     np.testing.assert_allclose(p.ys, np.einsum("bni,bij,bnj->bn", p.xs, p.tasks, p.xs), rtol=1e-12)
@@ -267,7 +267,7 @@ def test_block_trains_below_linear_bound_quickly(one_torch_thread):
         )
         train_in_context(model, sample, steps=300, lr=0.02, seed=0, batch_size=128, progress=False)
         risks.append(evaluate_in_context(model, test))
-    linear = float(np.mean(est.best_linear_risk_quadratic(test.tasks, 0.1)))
+    linear = float(np.mean(theory.best_linear_risk_quadratic(test.tasks, 0.1)))
     assert risks[0] == risks[1]
     assert risks[0] < 0.9 * linear
 
@@ -343,9 +343,9 @@ def test_hermite_excess_formula_matches_simulation():
     xq = rng.standard_normal((3000, 50, d))
     f = np.sum((xq @ p.tasks) * xq, -1)
     sim = np.mean((np.einsum("bp,bmp->bm", g, phi(xq)) - f) ** 2)
-    assert sim == pytest.approx(est.hermite_one_step_excess_risk(n, d, s2), rel=0.06)
+    assert sim == pytest.approx(theory.hermite_one_step_excess_risk(n, d, s2), rel=0.06)
     np.testing.assert_allclose(
-        est.hermite_one_step_excess_risk(np.array([1, 10]), d), [33.0, 3.3], rtol=1e-14
+        theory.hermite_one_step_excess_risk(np.array([1, 10]), d), [33.0, 3.3], rtol=1e-14
     )
     with pytest.raises(ValueError, match="context_len"):
-        est.hermite_one_step_excess_risk(0, d)
+        theory.hermite_one_step_excess_risk(0, d)

@@ -70,7 +70,7 @@ def test_a_table_of_hermite_ex3_answers_passes_in_the_notebook_but_not_under_the
 
 
 def test_a_table_of_prologue_ex2_answers_passes_in_the_notebook_but_not_under_the_grader():
-    from icl_book.estimators import best_one_step_eta
+    from icl_book.theory import best_one_step_eta
 
     published = [(5, 20, 0.25), (1, 1, 0.0), (10, 3, 2.0), (3, 100, 1.0)]
     table = {
@@ -144,7 +144,7 @@ def test_a_failed_check_shows_only_its_hint_in_ipython():
 def test_a_table_of_lsa_ex1_answers_passes_in_the_notebook_but_not_under_the_grader():
     """Before: lsa-ex1's four (Λ, N, σ²) inputs were fixed and published: a table of four numbers
     passed. Under the grader the covariances, context lengths and noise levels are drawn."""
-    from icl_book.estimators import best_one_step_eta
+    from icl_book.theory import best_one_step_eta
 
     rng = np.random.default_rng(2024)
     a = rng.standard_normal((4, 4))

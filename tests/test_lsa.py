@@ -16,12 +16,9 @@ from icl_book.attention import (
     token_matrix,
 )
 from icl_book.checks import CheckFailed, check_lsa_ex1, check_lsa_ex2, check_lsa_ex4
-from icl_book.estimators import (
-    one_step_gd_predict,
-    optimal_preconditioned_risk,
-    optimal_preconditioner,
-)
+from icl_book.estimators import one_step_gd_predict
 from icl_book.tasks import sample_linear_prompts
+from icl_book.theory import optimal_preconditioned_risk, optimal_preconditioner
 from icl_book.train import evaluate_in_context, train_in_context
 
 
