@@ -10,10 +10,8 @@ them from the repository root). The modules, one job each:
 - ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
 - ``assignments``: student, instructor and nbgrader editions of a chapter; the ``grade`` command and report.
-- ``grader``: scores one submission against its release, checks running in the grader's process.
-- ``grader_codec``: the grader's wire format, both halves (its source is what the kernel runs).
-- ``grader_sandbox``: the box a submission's kernel runs in.
-- ``grader_gradebook``: ``grade``'s scores into nbgrader's gradebook; per-student feedback files.
+- ``grading``: the autograder: ``grader``, ``codec`` (the wire format; its source is what the kernel
+  runs), ``sandbox``, ``gradebook``.
 - ``notation``: the registry of the book's symbols (one symbol, one meaning).
 - ``tables``: the stored sweep tables of chapters 3 and 4.
 - ``explorer_data``: the theory explorer's data.

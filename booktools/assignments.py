@@ -23,7 +23,7 @@ All three carry nbgrader cell metadata (solution cells ``solution: true``; check
 ``points``; written answers are manually graded answers), with the same ``grade_id`` in every edition.
 A check cell whose check records its cases as parts (``icl_book.checks.Parts``) also carries
 ``metadata.icl_book.partial_credit: true``: the grader then scores ``points × parts passed / parts``
-(``booktools.grader``); every other exercise is all or nothing.
+(``booktools.grading.grader``); every other exercise is all or nothing.
 
 ``grade`` executes each submission in a clean kernel with a per-cell and a per-notebook timeout, and scores
 each coding exercise by its *check cell* (a code cell calling exactly one ``check_<chapter>_ex<N>(...)``).
@@ -47,9 +47,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from booktools import find_root, grader
+from booktools import find_root
 from booktools.chapters import chapter_title
-from booktools.grader import ExerciseResult
+from booktools.grading import grader
+from booktools.grading.grader import ExerciseResult
 from booktools.myst import (
     SOLUTION_TITLE,
     check_call,
@@ -891,7 +892,7 @@ def build(
 
 
 # --------------------------------------------------------------------------------------------------
-# Grading (booktools/grader.py does it; booktools/grader_sandbox.py is the box a submission runs in)
+# Grading (booktools/grading/)
 # --------------------------------------------------------------------------------------------------
 def chapter_release(key: str, chapters_dir: str | os.PathLike | None = None):
     """The student edition (= nbgrader release) of one chapter, built from the repository: what the
@@ -978,8 +979,8 @@ def grade(
     The report is written as grading goes (each student's rows appended when graded, so a killed run
     keeps what it graded) and rewritten in the order of ``notebooks`` at the end. A submission the
     grader cannot read is a row saying why; a kernel that cannot start raises
-    :class:`booktools.grader.InfrastructureError` (after writing what was graded), and a sandbox that
-    cannot be built raises :class:`booktools.grader_sandbox.SandboxUnavailable` before anything runs,
+    :class:`booktools.grading.grader.InfrastructureError` (after writing what was graded), and a sandbox that
+    cannot be built raises :class:`booktools.grading.sandbox.SandboxUnavailable` before anything runs,
     unless ``no_sandbox`` (then a warning goes to ``log``, or stderr).
 
     Checks whose fixed inputs a table of answers could pass draw them at grading time, from a seed per
@@ -995,12 +996,12 @@ def grade(
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     import threading
 
-    from booktools import grader, grader_sandbox
+    from booktools.grading import grader, sandbox
 
-    if not grader_sandbox.namespaces_available():
+    if not sandbox.namespaces_available():
         if not no_sandbox:
-            raise grader_sandbox.SandboxUnavailable(grader_sandbox.SANDBOX_MISSING)
-        print(grader_sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
+            raise sandbox.SandboxUnavailable(sandbox.SANDBOX_MISSING)
+        print(sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
     notebooks = [Path(p) for p in notebooks]
     if release is not None:
         fixed = release if hasattr(release, "cells") else load_notebook(release)
@@ -1027,7 +1028,7 @@ def grade(
         digest = hashlib.sha256(f"{inputs_seed}:{student}".encode()).digest()
         return int.from_bytes(digest[:4], "big")
 
-    limits = limits or grader_sandbox.Limits()
+    limits = limits or sandbox.Limits()
     if jobs > 1 and limits.threads is None:
         limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // jobs))
 
@@ -1055,7 +1056,7 @@ def grade(
                 no_sandbox=no_sandbox,
                 inputs_seed=seed_of(student),
             )
-        except (grader.InfrastructureError, grader_sandbox.SandboxUnavailable):
+        except (grader.InfrastructureError, sandbox.SandboxUnavailable):
             raise
         except Exception as exc:  # noqa: BLE001 - one submission's grader error is its row, not the batch's end
             rows = [
@@ -1306,8 +1307,8 @@ def main(argv: list[str] | None = None) -> int:
         if jobs < 1:
             print(f"error: --jobs must be >= 1, got {jobs}", file=sys.stderr)
             return 2
-        from booktools.grader import InfrastructureError
-        from booktools.grader_sandbox import NO_SANDBOX_WARNING, Limits, SandboxUnavailable
+        from booktools.grading.grader import InfrastructureError
+        from booktools.grading.sandbox import NO_SANDBOX_WARNING, Limits, SandboxUnavailable
 
         try:
             results = grade(
@@ -1336,7 +1337,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_sandbox:
             print(NO_SANDBOX_WARNING, file=sys.stderr)
         if args.feedback is not None:
-            from booktools.grader_gradebook import write_feedback
+            from booktools.grading.gradebook import write_feedback
 
             written = write_feedback(results, args.feedback)
             print(f"wrote {len(written)} feedback files into {args.feedback}", file=sys.stderr)
@@ -1346,7 +1347,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {args.out} ({len(results)} rows)", file=sys.stderr)
         return 0
     if args.command == "gradebook":
-        from booktools.grader_gradebook import write_gradebook
+        from booktools.grading.gradebook import write_gradebook
 
         try:
             totals = write_gradebook(args.report, args.course, args.assignment, db_url=args.db)

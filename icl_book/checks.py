@@ -12,7 +12,7 @@ on an untouched notebook reaches the end: an unanswered check then prints ``<lab
 and returns a falsy :class:`Unanswered` instead of raising (never under nbgrader's autograder, nor in
 ``booktools.assignments grade``, which call the checks in their own process).
 
-The chapters call the check right after the exercise's solution cell; ``booktools.assignments`` grades
+The chapters call the check right after the exercise's solution cell; ``booktools.grading`` grades
 a submission by which checks pass. A check whose cases are independent runs each as a part of a
 :class:`Parts`: in a notebook nothing changes (the first failure raises its hint), and under the grader
 the release can give such an exercise partial credit (the share of parts passed). A check must not be fooled by the stub a student notebook starts with
@@ -72,7 +72,7 @@ __all__ += [
 
 
 # Inputs drawn at grading time. In a notebook a check uses its published inputs; under the grader
-# (``booktools.grader``, in its own process) a check whose fixed inputs a table of answers could pass
+# (``booktools.grading.grader``, in its own process) a check whose fixed inputs a table of answers could pass
 # draws them from the submission's seed, which the grader records in the report.
 _GRADING_SEED: contextvars.ContextVar[tuple[int, list] | None] = contextvars.ContextVar(
     "icl_book_grading_seed", default=None
@@ -285,7 +285,7 @@ class Parts:
 
     In a notebook a case's :class:`CheckFailed` propagates at once, exactly as in a check without
     parts (the student sees the first failure's hint). Under the grader, when the release gives the
-    exercise partial credit (``booktools.grader`` records the parts), every case runs, ``outcomes``
+    exercise partial credit (``booktools.grading.grader`` records the parts), every case runs, ``outcomes``
     holds ``(name, passed)`` for each, and :meth:`passed` raises the first failure once all have run;
     the grader then scores ``points × passed / len(outcomes)``. An answer still at its stub
     (:class:`NotAnswered`) and any other exception always propagate at once.

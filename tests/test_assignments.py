@@ -525,7 +525,7 @@ def test_chapter_editions(path):
     student = A.student_notebook(edition, path.stem)
     instructor = A.instructor_notebook(edition, path.stem)
     assert A.solution_leaks(student, instructor) == []
-    from booktools.grader import release_plan
+    from booktools.grading.grader import release_plan
 
     items, _ = release_plan(student)
     listed = [e["label"] for e in student.metadata["icl_book"]["exercises"]]
@@ -595,7 +595,7 @@ def test_honest_submissions_score_the_same_in_nbgrader_and_in_our_grader(
     instructor = nbformat.read(
         nbgrader_course / "built" / "instructor" / f"{stem}.ipynb", as_version=4
     )
-    from booktools.grader import release_plan
+    from booktools.grading.grader import release_plan
 
     coding = [it.label for it in release_plan(release)[0] if it.kind == "coding"]
     assert len(coding) >= 2, f"{stem} needs two coding exercises for this test"
@@ -626,7 +626,7 @@ def test_the_instructors_solutions_score_full_marks_on_every_chapter(
     """nbval runs each chapter's checks on its own solutions; the grader must agree on every chapter
     (a correct answer returned as ``np.float64`` once scored 0 through the kernel's encoder). One
     chapter per test, so that make test's cache re-grades only a chapter that changed (issue 30)."""
-    from booktools.grader import release_plan
+    from booktools.grading.grader import release_plan
 
     release = nbformat.read(nbgrader_course / "release" / stem / f"{stem}.ipynb", as_version=4)
     instructor = nbformat.read(

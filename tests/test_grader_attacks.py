@@ -1,4 +1,4 @@
-"""Hostile submissions against the autograder (booktools/grader.py): each scores what its honest part earns.
+"""Hostile submissions against the autograder (booktools/grading/grader.py): each scores what its honest part earns.
 
 Every submission is the prologue's student edition (= nbgrader release) reduced to its import cell,
 solution cells and check cells (a student may delete unlocked cells; it keeps the batch fast), with an
@@ -20,8 +20,8 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools import grader as G
-from booktools import grader_sandbox
+from booktools.grading import grader as G
+from booktools.grading import sandbox
 
 RIGHT_1 = """def ridge_prediction(xs, ys, x_query, lam):
     d = xs.shape[1]
@@ -384,7 +384,7 @@ def batch(tmp_path_factory):
             "timeout": 20,
             "notebook_timeout": 120,
             # the default address space (4 GB): the check module imports torch, which needs ~2 GB
-            "limits": grader_sandbox.Limits(cpu_s=300, nproc=64),
+            "limits": sandbox.Limits(cpu_s=300, nproc=64),
             "jobs": 2,
         }
         A.write_report(A.grade(paths, **kwargs) + A.grade(victims, **kwargs), report)
@@ -465,7 +465,7 @@ def test_timeout_interrupts_and_grading_goes_on(batch):
 
 
 def test_decoder_accepts_data_only():
-    from booktools import grader_codec as C
+    from booktools.grading import codec as C
 
     assert C.decode(json.loads(json.dumps(C.encode((1, 2.5, [True, None], {"a": "b"}))))) == (
         1,
@@ -491,7 +491,7 @@ def test_kernel_encoder_round_trips_numpy_and_torch_answers():
     import numpy as np
     import torch
 
-    from booktools import grader_codec as C
+    from booktools.grading import codec as C
 
     space: dict = {}
     exec(C.source(), space)  # the kernel's side, as the grader sends it
@@ -519,7 +519,7 @@ def test_the_grader_sends_the_books_own_types():
     ``FeatureBlock`` list once failed with "the grader cannot send a FeatureBlock")."""
     import numpy as np
 
-    from booktools import grader_codec as C
+    from booktools.grading import codec as C
     from icl_book import theory
     from icl_book.features import partition_features
 
@@ -546,7 +546,7 @@ def test_the_grader_sends_the_books_own_types():
 def test_fork_bomb_is_bounded_per_kernel(tmp_path):
     """Each kernel has a process count of its own (a pids cgroup, or RLIMIT_NPROC inside its user
     namespace): forks fail there, long before the machine's limit."""
-    box = grader_sandbox.start_kernel(tmp_path / "box", grader_sandbox.Limits(nproc=64))
+    box = sandbox.start_kernel(tmp_path / "box", sandbox.Limits(nproc=64))
     out = []
     try:
         box.client.execute_interactive(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from booktools import grader, grader_codec
+from booktools.grading import codec, grader
 
 
 class _Box:
@@ -23,7 +23,7 @@ class _Box:
 def _kernel_half() -> dict:
     """The kernel's half as the kernel has it: the sent source, executed in a namespace of its own."""
     space = {"__name__": "_icl_grader_codec"}
-    exec(grader_codec.source(), space)
+    exec(codec.source(), space)
     return space
 
 
@@ -32,7 +32,7 @@ def _wire(value):
 
 
 def test_the_kernel_runs_this_modules_source(tmp_path):
-    """The cell a request runs executes exactly ``grader_codec.py``'s text (so the halves cannot
+    """The cell a request runs executes exactly ``codec.py``'s text (so the halves cannot
     drift), and that cell answers the grader's request when run as the kernel would run it."""
     session = object.__new__(grader._Session)
     session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
@@ -53,7 +53,7 @@ def test_the_kernel_runs_this_modules_source(tmp_path):
     finally:
         session.close()
         sys.modules.pop("_icl_grader_refs", None)
-    module_text = Path(grader_codec.__file__).read_text(encoding="utf-8")
+    module_text = Path(codec.__file__).read_text(encoding="utf-8")
     for code in sent:
         execs = [
             node
@@ -109,15 +109,15 @@ def test_each_half_reads_what_the_other_writes():
         ProblemSizes(3, 40, 5),
         [ProblemSizes(1, 2, 3), {"sizes": ProblemSizes(4, 5, 6)}],
     ]
-    common = grader_codec.GRADER_SENDS & grader_codec.KERNEL_SENDS
+    common = codec.GRADER_SENDS & codec.KERNEL_SENDS
     seen = set()
     for value in values:
-        sent = _wire(grader_codec.encode(value))
+        sent = _wire(codec.encode(value))
         replied = _wire(kernel["encode_reply"](value, []))
         assert sent == replied  # one encoder: the same bytes either way for the common tags
         seen |= _tags(sent)
         assert _same(value, kernel["decode_argument"](sent)), value
-        assert _same(value, grader_codec.decode(replied)), value
+        assert _same(value, codec.decode(replied)), value
     assert seen == common
 
 
@@ -127,26 +127,26 @@ def test_the_halves_differ_where_trust_does():
     kernel = _kernel_half()
     refs: list = []
     assert _wire(kernel["encode_reply"](len, refs)) == {"t": "fn", "ref": 0} and refs == [len]
-    opaque = grader_codec.decode(_wire(kernel["encode_reply"](object(), [])))
-    assert isinstance(opaque, grader_codec.Opaque) and opaque.type_name == "object"
-    assert grader_codec.decode({"t": "fn", "ref": 3}, remote=lambda ref: ("proxy", ref)) == (
+    opaque = codec.decode(_wire(kernel["encode_reply"](object(), [])))
+    assert isinstance(opaque, codec.Opaque) and opaque.type_name == "object"
+    assert codec.decode({"t": "fn", "ref": 3}, remote=lambda ref: ("proxy", ref)) == (
         "proxy",
         3,
     )
-    for tag in grader_codec.KERNEL_SENDS - grader_codec.GRADER_SENDS:
+    for tag in codec.KERNEL_SENDS - codec.GRADER_SENDS:
         with pytest.raises(ValueError, match="unknown tag"):
             kernel["decode_argument"]({"t": tag, "ref": 0, "type": "x"})
-    for tag in grader_codec.GRADER_SENDS - grader_codec.KERNEL_SENDS:
+    for tag in codec.GRADER_SENDS - codec.KERNEL_SENDS:
         with pytest.raises(ValueError, match="unknown tag"):
-            grader_codec.decode({"t": tag, "cls": "os:system", "fields": [], "v": []})
+            codec.decode({"t": tag, "cls": "os:system", "fields": [], "v": []})
     assert "turtle" not in sys.modules
     forged = {"t": "nt", "cls": "turtle:Vec2D", "fields": ["x", "y"], "v": [1, 2]}
-    got = grader_codec.decode(forged)
+    got = codec.decode(forged)
     assert got == (1, 2) and type(got).__module__ != "turtle" and "turtle" not in sys.modules
     with pytest.raises(ValueError, match="malformed"):
-        grader_codec.decode({"t": "i"})
+        codec.decode({"t": "i"})
     with pytest.raises(TypeError, match="cannot send"):
-        grader_codec.encode(len)
+        codec.encode(len)
 
 
 def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):

@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools import grader as G
-from booktools.grader_gradebook import write_feedback
+from booktools.grading import grader as G
+from booktools.grading.gradebook import write_feedback
 
 ROOT = Path(A.__file__).resolve().parent.parent
 STEM = "00_prologue"

@@ -20,8 +20,8 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools import grader as G
-from booktools import grader_sandbox as S
+from booktools.grading import grader as G
+from booktools.grading import sandbox as S
 
 RIGHT_1 = """def ridge_prediction(xs, ys, x_query, lam):
     d = xs.shape[1]

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from booktools import assignments as A
-from booktools import grader as G
-from booktools import grader_sandbox, myst
-from booktools.grader_gradebook import write_feedback
+from booktools import myst
+from booktools.grading import grader as G
+from booktools.grading import sandbox
+from booktools.grading.gradebook import write_feedback
 from icl_book import checks
 from icl_book.hermite import effective_noise, erf_link
 
@@ -223,7 +224,7 @@ def test_half_right_scores_half_and_a_submission_cannot_raise_its_credit(tmp_pat
     kwargs = {
         "timeout": 120,
         "notebook_timeout": 600,
-        "limits": grader_sandbox.Limits(cpu_s=600, nproc=64),
+        "limits": sandbox.Limits(cpu_s=600, nproc=64),
     }
     report = tmp_path / "report.csv"
     rows = A.grade([paths["half"], paths["forged"]], report, release=rel_on, jobs=2, **kwargs)
@@ -260,7 +261,7 @@ def test_the_gradebook_bridge_writes_a_fractional_score(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     from nbgrader.api import Gradebook
 
-    from booktools.grader_gradebook import write_gradebook
+    from booktools.grading.gradebook import write_gradebook
 
     release = A.chapter_release("prologue")
     path = tmp_path / "release" / "00_prologue" / "00_prologue.ipynb"

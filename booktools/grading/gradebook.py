@@ -64,7 +64,7 @@ def write_gradebook(
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
 
-    from booktools.grader import release_plan
+    from booktools.grading.grader import release_plan
 
     course = Path(course)
     db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"

@@ -8,13 +8,13 @@ What runs where:
   built from the repository, or an nbgrader release given with ``--release``) gives the exercise list,
   the check cells, their points and the cell metadata; the check functions of :mod:`icl_book.checks`
   and every reference value they compare against run here, never in a student's kernel.
-- **The student's kernel** (one per submission, boxed by :mod:`booktools.grader_sandbox`) runs the
+- **The student's kernel** (one per submission, boxed by :mod:`booktools.grading.sandbox`) runs the
   submission's cells, except that the release's locked cells replace theirs and check cells are not run
   at all. Where a check cell stands, the grader evaluates the check's argument (``relu_coefficient``) in
   the kernel and runs the reference check here with a proxy: each call of the student's function sends
   the grader's inputs to the kernel and brings back the output, serialized as tagged JSON (numbers,
   arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy;
-  both halves in :mod:`booktools.grader_codec`, whose source is what the kernel runs)
+  both halves in :mod:`booktools.grading.codec`, whose source is what the kernel runs)
   through a file named with a per-call random token. Nothing else crosses: no code, no pickles, and no
   printed text is ever read as a result. The grader opens those files through a descriptor of the
   folder it made (no symbolic link followed, regular files only), since the kernel can write there.
@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from booktools import grader_codec, grader_sandbox
+from booktools.grading import codec, sandbox
 from booktools.myst import parse_python
 
 __all__ = [
@@ -299,7 +299,7 @@ class _Session:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(body)
         try:
-            self.run(grader_codec.kernel_code(str(self.channel / req_name)), timeout)
+            self.run(codec.kernel_code(str(self.channel / req_name)), timeout)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(req_name, dir_fd=self.dir_fd)
@@ -331,7 +331,7 @@ class _Session:
                 raise NotImplementedError(str(message))
             raise RemoteError(f"{str(name)[:80]}: {str(message)[:300]}")
         try:
-            return grader_codec.decode(data.get("value"), remote=self.proxy)
+            return codec.decode(data.get("value"), remote=self.proxy)
         except (ValueError, TypeError, RecursionError) as exc:
             # the submission's own reply: this check fails, the next exercises are still graded
             raise RemoteError(f"unreadable answer: {str(exc)[:200]}") from None
@@ -351,8 +351,8 @@ class _Session:
                 req = {
                     "op": "call",
                     "ref": ref,
-                    "args": [grader_codec.encode(a) for a in args],
-                    "kwargs": {str(k): grader_codec.encode(v) for k, v in kwargs.items()},
+                    "args": [codec.encode(a) for a in args],
+                    "kwargs": {str(k): codec.encode(v) for k, v in kwargs.items()},
                 }
                 return session.request(req, left)
 
@@ -503,7 +503,7 @@ def grade_submission(
     *,
     timeout: float = 600,
     notebook_timeout: float = 3600,
-    limits: grader_sandbox.Limits | None = None,
+    limits: sandbox.Limits | None = None,
     pythonpath=(),
     hide_dirs=(),
     no_sandbox: bool = False,
@@ -513,7 +513,7 @@ def grade_submission(
 
     ``inputs_seed``: the seed checks draw their grading-time inputs from (random if ``None``; the
     report's message records it). Raises :class:`InfrastructureError` when its kernel cannot start (before any of the student's
-    code runs, so never the student's doing) and :class:`grader_sandbox.SandboxUnavailable` when the
+    code runs, so never the student's doing) and :class:`sandbox.SandboxUnavailable` when the
     box cannot be built and ``no_sandbox`` is not set."""
     items, release_cells = release_plan(release)
     results = {
@@ -548,14 +548,14 @@ def grade_submission(
     box = session = None
     try:
         try:
-            box = grader_sandbox.start_kernel(
+            box = sandbox.start_kernel(
                 private,
-                limits or grader_sandbox.Limits(),
+                limits or sandbox.Limits(),
                 pythonpath=pythonpath,
                 hide_dirs=hide_dirs,
                 no_sandbox=no_sandbox,
             )
-        except grader_sandbox.SandboxUnavailable:
+        except sandbox.SandboxUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - no student code has run yet: the grader's fault
             raise InfrastructureError(
@@ -593,7 +593,7 @@ def grade_submission(
             results[item.label] = ExerciseResult(
                 student, item.label, score, item.points, " ".join(str(message).split())[:500]
             )
-    except (InfrastructureError, grader_sandbox.SandboxUnavailable):
+    except (InfrastructureError, sandbox.SandboxUnavailable):
         raise
     except Exception as exc:  # noqa: BLE001 - a grader error on this submission: its rows say so
         for it in coding:

@@ -1,4 +1,4 @@
-"""The box one submission's kernel runs in (used by :mod:`booktools.grader`).
+"""The box one submission's kernel runs in (used by :mod:`booktools.grading.grader`).
 
 :func:`start_kernel` launches an IPython kernel for one submission:
 
@@ -28,7 +28,7 @@
 This is a box against a curious student, not a security boundary against a determined attacker (the
 kernel runs as the grader's user): grade untrusted work in a container or VM without credentials.
 
-Run as a script, this module is the launcher inside the box: ``python grader_sandbox.py LIMITS.json
+Run as a script, this module is the launcher inside the box: ``python sandbox.py LIMITS.json
 -- KERNEL ARGV...`` makes the mounts read-only, sets the limits, then ``exec``s the kernel.
 """
 
@@ -333,7 +333,7 @@ def start_kernel(
     candidates = [
         *(e for e in _top_level() if e.name not in SYSTEM_DIRS),
         Path(tempfile.gettempdir()),
-        Path(__file__).resolve().parent.parent,  # the clone booktools runs from
+        Path(__file__).resolve().parents[2],  # the clone booktools runs from
         Path.home(),
         *(Path(h) for h in hide_dirs),
     ]
