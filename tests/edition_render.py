@@ -1,8 +1,8 @@
 """Render a notebook as Jupyter shows it (nbconvert's lab template, MathJax 3) and inspect it in Chromium.
 
-``render_html(notebook, out_html)`` runs ``jupyter nbconvert --to html`` with a template that only adds
-what JupyterLab does and nbconvert does not: a code cell whose ``metadata.jupyter.source_hidden`` is true
-shows a collapsed input placeholder instead of its source. MathJax 3 is the site's offline copy (found in
+``render_html(notebook, out_html)`` renders as ``jupyter nbconvert --to html`` does (its exporter, in this
+process), with a template that only adds what JupyterLab does and nbconvert does not: a code cell whose
+``metadata.jupyter.source_hidden`` is true shows a collapsed input placeholder instead of its source. MathJax 3 is the site's offline copy (found in
 the book build), configured like JupyterLab's (``$``/``$$`` delimiters, no book macros), so a macro the
 edition failed to expand becomes a MathJax error node.
 
@@ -13,8 +13,8 @@ open, and visible solution text.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import functools
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,24 +61,33 @@ def site_mathjax(root: Path = ROOT) -> Path | None:
     return None
 
 
-def render_html(notebook: Path, out_html: Path, mathjax: Path) -> Path:
-    """``jupyter nbconvert --to html`` of ``notebook`` into ``out_html`` (see the module docstring)."""
-    out_html = Path(out_html)
-    tpl = out_html.parent / "icl_edition_tpl"
-    tpl.mkdir(parents=True, exist_ok=True)
+@functools.cache
+def _exporter(mathjax_uri: str):
+    """nbconvert's ``HTMLExporter`` with the template above, built once per process: the same HTML,
+    byte for byte, as ``jupyter nbconvert --to html`` with these options, without starting a
+    process (and importing nbconvert) for every notebook."""
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    tpl_parent = Path(tempfile.mkdtemp(prefix="icl-edition-template-"))
+    tpl = tpl_parent / "icl_edition_tpl"
+    tpl.mkdir()
     (tpl / "index.html.j2").write_text(TEMPLATE)
     (tpl / "conf.json").write_text('{"base_template": "lab", "mimetypes": {"text/html": true}}')
-    cmd = [
-        str(Path(sys.executable).parent / "jupyter-nbconvert"),
-        "--to", "html", str(notebook),
-        "--output-dir", str(out_html.parent), "--output", out_html.stem,
-        f"--TemplateExporter.extra_template_basedirs={tpl.parent}",
-        f"--template={tpl.name}",
-        f"--HTMLExporter.mathjax_url={Path(mathjax).resolve().as_uri()}",
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nbconvert failed:\n{proc.stderr[-3000:]}")
+    config = Config()
+    config.TemplateExporter.extra_template_basedirs = [str(tpl_parent)]
+    config.HTMLExporter.template_name = tpl.name
+    config.HTMLExporter.mathjax_url = mathjax_uri
+    return HTMLExporter(config=config)
+
+
+def render_html(notebook: Path, out_html: Path, mathjax: Path) -> Path:
+    """``notebook`` as ``jupyter nbconvert --to html`` renders it, into ``out_html`` (see the module
+    docstring)."""
+    out_html = Path(out_html)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    body, _ = _exporter(Path(mathjax).resolve().as_uri()).from_filename(str(notebook))
+    out_html.write_text(body, encoding="utf-8")
     return out_html
 
 
