@@ -9,9 +9,8 @@ them from the repository root). The modules, one job each:
 - ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.
 - ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
-- ``assignments``: student, instructor and nbgrader editions of a chapter; the ``grade`` command and report.
-- ``grading``: the autograder: ``grader``, ``codec`` (the wire format; its source is what the kernel
-  runs), ``sandbox``, ``gradebook``.
+- ``assignments``: a chapter's student, instructor and nbgrader notebooks; the assignments' commands.
+- ``grading``: the autograder: scores, sandbox, wire format, batch grading, report and gradebook.
 - ``notation``: the registry of the book's symbols (one symbol, one meaning).
 - ``tables``: the stored sweep tables of chapters 3 and 4.
 - ``explorer_data``: the theory explorer's data.
@@ -20,13 +19,16 @@ them from the repository root). The modules, one job each:
 - ``publish``: the published site in one folder.
 - ``fresh_venv``: a venv with the package's wheel and only what it declares, and its Jupyter kernel.
 - ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.
+
+Each subpackage's ``__init__`` maps its own modules the same way.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-__all__ = ["find_root"]
+__all__ = ["find_root", "add_root_option"]
 
 
 def find_root(start: str | Path | None = None) -> Path:
@@ -39,4 +41,12 @@ def find_root(start: str | Path | None = None) -> Path:
     raise FileNotFoundError(
         f"no book repository (a folder with _config.yml and _toc.yml) at or above {here}; "
         "run from the clone or pass --root"
+    )
+
+
+def add_root_option(parser: argparse.ArgumentParser) -> None:
+    """Give a command line the ``--root DIR`` option of every tool that reads the repository
+    (default ``None``: :func:`find_root` from the current directory)."""
+    parser.add_argument(
+        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
     )

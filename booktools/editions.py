@@ -47,7 +47,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from booktools import find_root
+from booktools import add_root_option, find_root
 from booktools.chapters import chapter_notebooks
 from booktools.myst import SOLUTION_TITLE
 from booktools.sphinx_ext import BOOK_INDEX_VERSION, book_index_path
@@ -1085,9 +1085,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         help="install-cells only: chapter prefixes (00, 01_hermite; default all)",
     )
-    parser.add_argument(
-        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
-    )
+    add_root_option(parser)
     parser.add_argument(
         "--build-dir", type=Path, default=None, help="a book build (default ROOT/_build)"
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import find_root
+from . import add_root_option, find_root
 
 __all__ = ["SIMULATIONS", "teacher_table", "simulate_set", "build_data", "write", "check", "main"]
 
@@ -282,9 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m booktools.explorer_data", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--root", type=Path, default=None, help="the repository (default: found from here)"
-    )
+    add_root_option(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--teachers-only", action="store_true", help="keep the committed simulations")
     mode.add_argument("--check", action="store_true", help="exit 1 if the committed data is stale")

@@ -34,7 +34,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from booktools import find_root
+from booktools import add_root_option, find_root
 from booktools.publish import build_wheel
 
 __all__ = ["KERNEL", "FreshVenv", "closure", "create", "link_distributions", "wheel_requirements"]
@@ -187,7 +187,7 @@ def check_isolated(venv: FreshVenv) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m booktools.fresh_venv", description=__doc__)
     parser.add_argument("folder", type=Path, help="where to build it (replaced)")
-    parser.add_argument("--root", type=Path, default=None, help="the repository (default: here)")
+    add_root_option(parser)
     parser.add_argument(
         "--link", action="append", default=[], metavar="DIST", help="also link this distribution"
     )

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import find_root
+from . import add_root_option, find_root
 
 __all__ = [
     "Symbol",
@@ -656,7 +656,7 @@ PENDING = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["write", "check", "scan"])
-    parser.add_argument("--root", type=Path, default=None)
+    add_root_option(parser)
     args = parser.parse_args(argv)
     root = args.root or find_root()
     page = root / PAGE

@@ -19,7 +19,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from booktools import find_root
+from booktools import add_root_option, find_root
 from booktools.chapters import chapter_sources
 
 __all__ = [
@@ -308,9 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m booktools.notebooks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     with_root = argparse.ArgumentParser(add_help=False)
-    with_root.add_argument(
-        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
-    )
+    add_root_option(with_root)
     ex = sub.add_parser(
         "execute", parents=[with_root], help="execute chapters and write their .ipynb"
     )

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from booktools import editions, find_root
+from booktools import add_root_option, editions, find_root
 
 __all__ = ["build_wheel", "site_problems"]
 
@@ -68,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m booktools.publish", description=__doc__.split("\n")[0]
     )
     parser.add_argument("site", type=Path, help="the built site, e.g. _build/html")
-    parser.add_argument(
-        "--root", type=Path, default=None, help="the repository (default: found from cwd)"
-    )
+    add_root_option(parser)
     args = parser.parse_args(argv)
     root = find_root(args.root)
     wheel = build_wheel(root, args.site / editions.PACKAGES_DIR)

@@ -22,6 +22,8 @@ import pytest
 from booktools import assignments as A
 from booktools.grading import grader as G
 from booktools.grading import sandbox
+from booktools.grading.batch import grade
+from booktools.grading.report import write_report
 
 RIGHT_1 = """def ridge_prediction(xs, ys, x_query, lam):
     d = xs.shape[1]
@@ -387,7 +389,7 @@ def batch(tmp_path_factory):
             "limits": sandbox.Limits(cpu_s=300, nproc=64),
             "jobs": 2,
         }
-        A.write_report(A.grade(paths, **kwargs) + A.grade(victims, **kwargs), report)
+        write_report(grade(paths, **kwargs) + grade(victims, **kwargs), report)
     finally:
         mp.undo()
         watch_after = WATCH.stat().st_mtime_ns

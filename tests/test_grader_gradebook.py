@@ -17,8 +17,9 @@ import pytest
 from booktools import assignments as A
 from booktools.grading import grader as G
 from booktools.grading.gradebook import write_feedback
+from booktools.grading.report import write_report
 
-ROOT = Path(A.__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 STEM = "00_prologue"
 
 
@@ -141,7 +142,7 @@ def test_extra_nbgrader_cells_and_fractional_scores_reach_nbgrader(tmp_path):
         for it, sc in zip(coding[:2], pair, strict=True)
     ] + [G.ExerciseResult(s, it.label, "manual", it.points, "manual") for s in scores
          for it in plan if it.kind != "coding"]  # fmt: skip
-    report = A.write_report(rows, course / "autograded.csv")
+    report = write_report(rows, course / "autograded.csv")
     read = {(r["student"], r["exercise"]): r["score"] for r in csv.DictReader(report.open())}
     assert float(read[("alice", coding[0].label)]) == 2 / 3  # exactly, not 0.666667
     assert read[("bob", coding[0].label)] == "1"  # whole points stay as they were written

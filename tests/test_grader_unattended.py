@@ -20,8 +20,13 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
+from booktools.assignments.cli import main
 from booktools.grading import grader as G
 from booktools.grading import sandbox as S
+from booktools.grading.batch import chapter_of_path, grade, student_name
+from booktools.grading.report import write_report, write_rows
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RIGHT_1 = """def ridge_prediction(xs, ys, x_query, lam):
     d = xs.shape[1]
@@ -78,8 +83,8 @@ def test_without_namespaces_the_grader_refuses_to_run(no_namespaces, tmp_path, c
     rel = _write(release, tmp_path / "release.ipynb")
     sub = _write(nb, tmp_path / "ada.ipynb")
     with pytest.raises(S.SandboxUnavailable, match="--no-sandbox"):
-        A.grade([sub], release=rel)
-    status = A.main(["grade", str(sub), "--release", str(rel), "--out", str(tmp_path / "g.csv")])
+        grade([sub], release=rel)
+    status = main(["grade", str(sub), "--release", str(rel), "--out", str(tmp_path / "g.csv")])
     assert status == 2
     assert "--no-sandbox" in capsys.readouterr().err
     assert not (tmp_path / "g.csv").exists()
@@ -95,7 +100,7 @@ def test_no_sandbox_grades_the_reference_solution_in_full_and_says_so(
     rel = _write(release, tmp_path / "release.ipynb")
     sub = _write(nb, tmp_path / "ada.ipynb")
     out = tmp_path / "g.csv"
-    status = A.main(
+    status = main(
         ["grade", str(sub), "--release", str(rel), "--out", str(out), "--no-sandbox", "--jobs", "1"]
     )
     assert status == 0
@@ -119,9 +124,9 @@ def test_a_kernel_that_cannot_start_fails_the_run_not_the_student(tmp_path, monk
 
     monkeypatch.setattr(S, "start_kernel", dead)
     with pytest.raises(G.InfrastructureError, match="kernel_info"):
-        A.grade(subs, release=rel)
+        grade(subs, release=rel)
     out = tmp_path / "g.csv"
-    status = A.main(["grade", *map(str, subs), "--release", str(rel), "--out", str(out)])
+    status = main(["grade", *map(str, subs), "--release", str(rel), "--out", str(out)])
     assert status == 3
     assert "not the students' fault" in capsys.readouterr().err
     rows = list(csv.DictReader(out.open()))
@@ -156,7 +161,7 @@ def test_a_malformed_notebook_is_a_row_and_the_batch_goes_on(tmp_path, monkeypat
     started = []
     monkeypatch.setattr(S, "start_kernel", lambda *a, **k: started.append(1) / 0)
     out = tmp_path / "g.csv"
-    rows = A.grade(paths, out, release=rel)
+    rows = grade(paths, out, release=rel)
     assert started == []  # neither needed a kernel to be refused
     by = {(r.student, r.exercise): r for r in rows}
     assert "grade_id is a list" in by[("gid_list", "prologue-ex1")].message
@@ -181,7 +186,7 @@ def test_a_killed_run_keeps_what_it_graded(tmp_path, monkeypatch):
     monkeypatch.setattr(G, "grade_submission", fake)
     out = tmp_path / "g.csv"
     with pytest.raises(KeyboardInterrupt):
-        A.grade(subs, out, release=rel, jobs=1)
+        grade(subs, out, release=rel, jobs=1)
     rows = list(csv.DictReader(out.open()))
     assert [(r["student"], r["score"]) for r in rows] == [("ada", "1")]
 
@@ -206,7 +211,7 @@ def test_a_grader_killed_by_sigkill_keeps_the_rows_it_wrote(tmp_path):
     grader = subprocess.Popen(
         [sys.executable, "-m", "booktools.assignments", "grade", str(first), str(second),
          "--release", str(rel), "--out", str(out), "--jobs", "1"],
-        cwd=Path(A.__file__).resolve().parent.parent,
+        cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -323,7 +328,7 @@ def test_the_kernel_sees_no_folder_but_its_own_the_package_and_the_system(tmp_pa
     """The clone (the instructor's solutions), the grader's home, /tmp, /var, /run are hidden; the
     package and the interpreter are readable and read-only."""
     box = S.start_kernel(tmp_path / "box")
-    repo = Path(A.__file__).resolve().parent.parent
+    repo = ROOT
     try:
         said = _run(
             box,
@@ -364,7 +369,7 @@ def test_a_submission_cannot_choose_its_own_chapter(tmp_path, monkeypatch):
         return []
 
     monkeypatch.setattr(G, "grade_submission", fake)
-    A.grade(paths, jobs=1)
+    grade(paths, jobs=1)
     assert sorted(seen) == [("ada", {"hermite"}), ("bob", {"hermite"})]
 
 
@@ -374,11 +379,11 @@ def test_a_batch_naming_no_chapter_or_several_needs_release(tmp_path, monkeypatc
     monkeypatch.setattr(S, "namespaces_available", lambda: True)
     anonymous = [_write(nb, tmp_path / "ada.ipynb")]
     with pytest.raises(ValueError, match="pass --release"):
-        A.grade(anonymous)
+        grade(anonymous)
     mixed = [_write(nb, tmp_path / "00_prologue.ipynb"), _write(nb, tmp_path / "01_hermite.ipynb")]
     with pytest.raises(ValueError, match="several chapters"):
-        A.grade(mixed)
-    assert A.main(["grade", str(anonymous[0])]) == 2
+        grade(mixed)
+    assert main(["grade", str(anonymous[0])]) == 2
 
 
 # --------------------------------------------------------------------------------------------------
@@ -427,21 +432,21 @@ def test_csv_cells_that_start_a_formula_are_neutralised(tmp_path):
         G.ExerciseResult("eve", "prologue-ex2", 0, 1, "@SUM(A1)"),
         G.ExerciseResult("kim", "prologue-ex2", 1, 1, "prologue-ex2: correct"),
     ]
-    out = A.write_report(rows, tmp_path / "g.csv")
+    out = write_report(rows, tmp_path / "g.csv")
     cells = [c for row in csv.reader(out.open()) for c in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")], cells
     assert '\'=HYPERLINK("http://x","y")' in cells
     assert "prologue-ex2: correct" in cells  # ordinary cells are untouched
     buf = io.StringIO()
-    A._write_rows(csv.writer(buf), rows[:1])
+    write_rows(csv.writer(buf), rows[:1])
     assert "'=HYPERLINK" in buf.getvalue()
 
 
 def test_students_are_named_from_their_path():
     """Before: with nbgrader's submitted/<student>/<assignment>/ layout every student was named
     after the notebook (01_hermite)."""
-    assert A.student_name("course/submitted/ada/01_hermite/01_hermite.ipynb") == "ada"
-    assert A.student_name("submitted/bob/01_hermite/01_hermite.ipynb") == "bob"
-    assert A.student_name("subs/carol.ipynb") == "carol"
-    assert A.chapter_of_path("course/submitted/ada/01_hermite/01_hermite.ipynb") == "01_hermite"
-    assert A.chapter_of_path("subs/carol.ipynb") is None
+    assert student_name("course/submitted/ada/01_hermite/01_hermite.ipynb") == "ada"
+    assert student_name("submitted/bob/01_hermite/01_hermite.ipynb") == "bob"
+    assert student_name("subs/carol.ipynb") == "carol"
+    assert chapter_of_path("course/submitted/ada/01_hermite/01_hermite.ipynb") == "01_hermite"
+    assert chapter_of_path("subs/carol.ipynb") is None

@@ -19,9 +19,12 @@ from booktools import assignments as A
 from booktools import myst
 from booktools.grading import grader as G
 from booktools.grading import sandbox
+from booktools.grading.batch import grade
 from booktools.grading.gradebook import write_feedback
 from icl_book import checks
 from icl_book.hermite import effective_noise, erf_link
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _right_at_rho_zero(calls):
@@ -227,7 +230,7 @@ def test_half_right_scores_half_and_a_submission_cannot_raise_its_credit(tmp_pat
         "limits": sandbox.Limits(cpu_s=600, nproc=64),
     }
     report = tmp_path / "report.csv"
-    rows = A.grade([paths["half"], paths["forged"]], report, release=rel_on, jobs=2, **kwargs)
+    rows = grade([paths["half"], paths["forged"]], report, release=rel_on, jobs=2, **kwargs)
     table = {(r["student"], r["exercise"]): r for r in csv.DictReader(report.open())}
     for student in ("half", "forged"):  # the forged points and flags change nothing
         row = table[(student, "hermite-ex3")]
@@ -245,7 +248,7 @@ def test_half_right_scores_half_and_a_submission_cannot_raise_its_credit(tmp_pat
 
     # the release says all or nothing: the submission's own flag earns nothing
     (ex1, ex3) = [
-        r for r in A.grade([paths["forged"]], release=rel_off, **kwargs) if r.score != "manual"
+        r for r in grade([paths["forged"]], release=rel_off, **kwargs) if r.score != "manual"
     ]
     assert (ex3.exercise, ex3.score, ex3.max_score) == ("hermite-ex3", 0, 1.0), ex3
     assert "parts correct" not in ex3.message and "hermite-ex3: not quite" in ex3.message
@@ -291,7 +294,7 @@ def test_the_instructors_page_names_exactly_the_exercises_with_partial_credit():
     """The page lists the exercises graded in parts; a check gaining or losing parts fails here."""
     import re
 
-    page = (Path(A.__file__).resolve().parent.parent / "chapters" / "instructors.md").read_text()
+    page = (ROOT / "chapters" / "instructors.md").read_text()
     para = page.split("**Points and partial credit.**", 1)[1].split("Such an exercise", 1)[0]
     listed = set(re.findall(r"`([a-z]+-ex\d+)`", para))
     marked = {

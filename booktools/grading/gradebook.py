@@ -27,27 +27,15 @@ An autograded copy that already exists is sanitised in place (and only rewritten
 from __future__ import annotations
 
 import copy
-import csv
 import shutil
 import tempfile
 import warnings
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["read_report", "sanitise_notebook", "write_gradebook", "write_feedback"]
+from booktools.grading.report import read_report
 
-
-def _unneutralise(cell: str) -> str:
-    """Undo the report's spreadsheet guard (``'`` before a cell that starts like a formula)."""
-    if cell.startswith("'") and cell[1:2] in ("=", "+", "-", "@", "\t", "\r"):
-        return cell[1:]
-    return cell
-
-
-def read_report(path) -> list[dict]:
-    """The rows of a ``grade`` report (``student, exercise, score, max_score, message``)."""
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        return [{k: _unneutralise(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+__all__ = ["sanitise_notebook", "write_gradebook", "write_feedback"]
 
 
 def write_gradebook(
