@@ -68,7 +68,7 @@ execute: $(STAMP)
 	$(MAKE) --no-print-directory editions
 
 # The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
-# from the index every book build writes (_build/book-index.json, booktools/sphinx_ext.py), or from a
+# from the index every book build writes (_build/book-index.json, booktools/sphinx/ext.py), or from a
 # temporary read of the book when that is stale.
 editions: $(STAMP)
 	$(BIN)/python -m booktools.editions build
@@ -175,7 +175,7 @@ test: $(STAMP) browser
 
 # The PDF edition: xelatex into _build/latex/icl-book.pdf, and nothing else. An HTML build made while
 # that file exists publishes it as _build/html/icl-book.pdf and links it from the introduction and every
-# page's download menu (booktools/sphinx_ext.py), so `make pdf html` gives a site with the PDF, as
+# page's download menu (booktools/sphinx/ext.py), so `make pdf html` gives a site with the PDF, as
 # `make publish` does. An HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }

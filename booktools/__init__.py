@@ -15,7 +15,7 @@ them from the repository root). The modules, one job each:
 - ``tables``: the stored sweep tables of chapters 3 and 4.
 - ``explorer_data``: the theory explorer's data.
 - ``train_study``: train, inspect and export the converged studies of chapters 5 and 6.
-- ``sphinx_ext``, ``sphinx_colab``: Sphinx extensions of the HTML and PDF builds.
+- ``sphinx``: the Sphinx extensions of the HTML and PDF builds.
 - ``publish``: the published site in one folder.
 - ``fresh_venv``: a venv with the package's wheel and only what it declares, and its Jupyter kernel.
 - ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.

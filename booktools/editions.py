@@ -22,7 +22,7 @@ notebook renderer shows as the book does:
 
 Numbers, titles and anchors come from the index that every build of the book writes
 (``_build/book-index.json``, or that of a ``--build-dir`` of your own; written by
-:func:`booktools.sphinx_ext.book_index` when the build finishes), so they are those of the web
+:func:`booktools.sphinx.ext.book_index` when the build finishes), so they are those of the web
 pages. When that index is missing or older than a chapter, ``_toc.yml`` or ``_config.yml``, the
 book is read into a temporary folder (Sphinx's ``dummy`` builder, about a minute) that is removed
 afterwards. Any construct the converter does not know raises :class:`EditionError`: nothing
@@ -50,7 +50,7 @@ import yaml
 from booktools import add_root_option, find_root
 from booktools.chapters import chapter_notebooks
 from booktools.myst import SOLUTION_TITLE
-from booktools.sphinx_ext import BOOK_INDEX_VERSION, book_index_path
+from booktools.sphinx.ext import BOOK_INDEX_VERSION, book_index_path
 
 __all__ = [
     "EditionError",
@@ -88,7 +88,7 @@ class EditionError(ValueError):
 @dataclass
 class BookIndex:
     """Numbers, titles and anchors of the built book: ``data`` is the index a build writes
-    (:func:`booktools.sphinx_ext.book_index`)."""
+    (:func:`booktools.sphinx.ext.book_index`)."""
 
     data: dict
     base_url: str
@@ -371,7 +371,7 @@ def _bibliography(root: Path, config: dict) -> dict:
 def sphinx_build(root: Path, out: Path) -> Path:
     """Read the book with Sphinx's ``dummy`` builder (no HTML written) into ``out``; return its
     build dir, which holds the book's index (``book-index.json``, written by
-    ``booktools.sphinx_ext``)."""
+    ``booktools.sphinx.ext``)."""
     cmd = [
         str(Path(sys.executable).parent / "jupyter-book"),
         "build", str(root), "--all", "--builder", "custom", "--custom-builder", "dummy",

@@ -2,7 +2,7 @@
 rendered by nbconvert + MathJax without raw TeX or errors, solutions collapsed.
 
 The staleness test needs the book's index (``_build/book-index.json``, written by every build
-through ``booktools.sphinx_ext``): ``make test`` builds ``_build`` before pytest; when that index is
+through ``booktools.sphinx.ext``): ``make test`` builds ``_build`` before pytest; when that index is
 missing or older than a chapter, the book is read into a temporary folder (about a minute), removed
 afterwards.
 Running the editions in a fresh venv is in ``tests/test_colab_path.py``.
@@ -20,8 +20,9 @@ import nbformat
 import pytest
 import yaml
 
-from booktools import chapters, editions, sphinx_ext
-from booktools.sphinx_colab import colab_edition_url
+from booktools import chapters, editions
+from booktools.sphinx import ext
+from booktools.sphinx.colab import colab_edition_url
 
 ROOT = Path(__file__).resolve().parent.parent
 EDITIONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -154,12 +155,12 @@ INDEX_FIELDS = {
 def test_the_build_writes_the_index_the_editions_read():
     """``_build/book-index.json`` (written by the HTML build's ``build-finished``) numbers every
     theorem and section as the built pages do."""
-    path = sphinx_ext.book_index_path(ROOT / "_build")
+    path = ext.book_index_path(ROOT / "_build")
     html = ROOT / "_build" / "html"
     if not path.exists() or not html.exists():
         pytest.skip("no _build/book-index.json or _build/html (make html)")
     data = json.loads(path.read_text())
-    assert data["version"] == sphinx_ext.BOOK_INDEX_VERSION and set(data) == INDEX_FIELDS
+    assert data["version"] == ext.BOOK_INDEX_VERSION and set(data) == INDEX_FIELDS
     index = editions.BookIndex(data, "https://example.org/", {})
     theorems = [
         k for k, v in data["proofs"].items() if v["realtype"] == "theorem" and not v["nonumber"]
@@ -203,7 +204,7 @@ def _fake_build(data, calls):
         build_dir = Path(out) / "_build"
         build_dir.mkdir(parents=True)
         (build_dir / ".doctrees").mkdir()
-        sphinx_ext.book_index_path(build_dir).write_text(json.dumps(data))
+        ext.book_index_path(build_dir).write_text(json.dumps(data))
         return build_dir
 
     return build
@@ -213,7 +214,7 @@ def test_a_stale_index_is_rebuilt_in_a_folder_that_is_removed(tmp_path, monkeypa
     """Missing, older than a chapter, or of another version: the index is read from a build into a
     temporary folder, which is gone afterwards (also when the build fails); a fresh one is used as
     is."""
-    data = {"version": sphinx_ext.BOOK_INDEX_VERSION, "titles": {"chapters/intro": "Built"}}
+    data = {"version": ext.BOOK_INDEX_VERSION, "titles": {"chapters/intro": "Built"}}
     calls: list[Path] = []
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -226,7 +227,7 @@ def test_a_stale_index_is_rebuilt_in_a_folder_that_is_removed(tmp_path, monkeypa
 
     build_dir.mkdir()
     own = {**data, "titles": {"chapters/intro": "Own"}}
-    path = sphinx_ext.book_index_path(build_dir)
+    path = ext.book_index_path(build_dir)
     path.write_text(json.dumps(own))
     assert editions.load_index(ROOT, build_dir).data == own  # fresh: no build
     assert len(calls) == 1
@@ -249,7 +250,7 @@ def test_a_stale_index_is_rebuilt_in_a_folder_that_is_removed(tmp_path, monkeypa
 
 @pytest.mark.slow  # reads the whole book with the dummy builder (~60 s)
 def test_the_fallback_build_writes_the_index(tmp_path, monkeypatch):
-    """The editions' own read of the book (no usable index) goes through ``booktools.sphinx_ext``'s
+    """The editions' own read of the book (no usable index) goes through ``booktools.sphinx.ext``'s
     hook as the HTML build does, gives the committed editions, and leaves no folder behind."""
     temp = tmp_path / "tmp"
     temp.mkdir()

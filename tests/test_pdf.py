@@ -2,7 +2,7 @@
 
 `make pdf` builds `_build/latex/icl-book.pdf` with xelatex (and no HTML); an HTML build made while it exists
 (`make pdf html`, as `make publish` runs) copies it to `_build/html/icl-book.pdf` and links it from the
-introduction and every page's download menu (`booktools/sphinx_ext.py`). The tests build both in a
+introduction and every page's download menu (`booktools/sphinx/ext.py`). The tests build both in a
 temporary folder (`BUILD_ROOT`), so the book's own `_build/html`, which other tests read at the same time,
 is neither rewritten nor left publishing a PDF of another state of the book. The tests that build it need xelatex; where it is missing (the TeX packages are
 ~1 GB; `make pdf` prints the apt-get line) they are skipped, and what the site then shows is checked instead:
@@ -116,7 +116,7 @@ def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(
 
 # --- without a PDF: no link --------------------------------------------------------------------------
 _CONF = """
-extensions = ["booktools.sphinx_ext"]
+extensions = ["booktools.sphinx.ext"]
 html_theme = "sphinx_book_theme"
 html_theme_options = {"use_download_button": True}
 """

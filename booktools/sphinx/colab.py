@@ -9,10 +9,10 @@ The page's download menu offered the authoring files from ``_sources/`` (the exe
 directive fences and the book's undefined macros when Jupyter renders it). It offers instead the edition
 (".ipynb", published at ``notebooks/NN_slug.ipynb`` of the site) and the chapter's Jupytext source (".md",
 published beside the page as ``chapters/NN_slug.md``); a plain page offers its ``.md``. The theme's ".pdf"
-entry (the browser's print dialog) goes: ``booktools.sphinx_ext`` puts the whole-book PDF there when a
+entry (the browser's print dialog) goes: ``booktools.sphinx.ext`` puts the whole-book PDF there when a
 build has one.
 
-Registered in ``_config.yml`` under ``sphinx: local_extensions: {booktools.sphinx_colab: ./}``.
+Registered in ``_config.yml`` under ``sphinx: local_extensions: {booktools.sphinx.colab: ./}``.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _publish_sources(app, exception):
 
 
 def setup(app):
-    # After the book's PDF entry (booktools.sphinx_ext, priority 600) has been put in the menu.
+    # After the book's PDF entry (booktools.sphinx.ext, priority 600) has been put in the menu.
     app.connect("html-page-context", _download_menu, priority=601)
     app.connect("build-finished", _publish_sources)
     # sphinx-book-theme adds the launch buttons at priority 501; rewrite them right after.
