@@ -346,3 +346,16 @@ def bayes(xs, ys, xq):
 def test_lsa_ex4_rejects_wrong_answers(gamma_predicted, predict):
     with pytest.raises(CheckFailed):
         checks.check_lsa_ex4(gamma_predicted, predict, COV4, N4, S4)
+
+
+def test_importing_the_checks_does_not_import_torch():
+    """Every chapter imports ``icl_book.checks``; chapters 0, 1, 3 and 4 never need torch, whose import
+    cost ~2 s at each kernel start (each graded submission, each student's Run all). The two checks
+    that use the attention layers import them when called (their tests above and in
+    test_checks_ch56.py run them)."""
+    import subprocess
+    import sys
+
+    code = "import sys, icl_book.checks; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr  # True before the lazy imports
