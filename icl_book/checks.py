@@ -642,8 +642,8 @@ def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
             (d, n, round(float(rng.uniform(0.1, 2.0)) * sign, 3))
             for (d, n, _), sign in zip(cases, (1, 1, -1), strict=True)
         ]
-    # Imported here, not at the top: the attention layers import torch (~2 s), and chapters 0, 1, 3
-    # and 4 import this module without needing it. The grader imports every module before it grades.
+    # Imported here, not at the top: the attention layers import torch (~2 s), and chapters 0, 1
+    # and 4 import this module and nothing else that needs it. The grader imports every module first.
     from .attention.lsa import lsa_forward, token_matrix
 
     parts = Parts(label)

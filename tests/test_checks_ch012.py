@@ -349,7 +349,7 @@ def test_lsa_ex4_rejects_wrong_answers(gamma_predicted, predict):
 
 
 def test_importing_the_checks_does_not_import_torch():
-    """Every chapter imports ``icl_book.checks``; chapters 0, 1, 3 and 4 never need torch, whose import
+    """Every chapter imports ``icl_book.checks``; chapters 0, 1 and 4 never need torch, whose import
     cost ~2 s at each kernel start (each graded submission, each student's Run all). The two checks
     that use the attention layers import them when called (their tests above and in
     test_checks_ch56.py run them)."""
