@@ -10,6 +10,7 @@ Modules (one job each):
 - :mod:`icl_book.features` -- polynomial feature maps (Hermite, Legendre, monomial) and their kernels.
 - :mod:`icl_book.attention` -- linear self-attention, GLU layers, deep stacks and their exact constructions.
 - :mod:`icl_book.theory` -- closed forms: attention asymptotics, nonlinearity–noise mapping, one-step GD risks.
+- :mod:`icl_book.stats` -- Monte Carlo summaries: ``mean_sem``, a sample mean and its standard error.
 - :mod:`icl_book.simulate` -- the fast reduced-model simulator: ``sizes``, ``solver``, ``pretrain``, ``sweeps``.
 - :mod:`icl_book.train` -- seeded torch training loops.
 - :mod:`icl_book.studies` -- the converged training studies of chapters 5 and 6: what is trained, and loading it.

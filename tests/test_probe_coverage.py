@@ -47,6 +47,7 @@ EXCLUDED: dict[str, str] = {
     "icl_book.simulate.SimulatedErrors": _RESULT,
     "icl_book.simulate.SolveInfo": _RESULT,
     "icl_book.simulate.SweepResult": _RESULT,
+    "icl_book.stats.MeanSEM": _RESULT + " (mean_sem, probed)",
     "icl_book.studies.StudyRun": _RESULT + " (load_study, probed)",
     "icl_book.tasks.Prompts": _RESULT
     + " (the samplers; prompts_to_torch etc. probed with bad prompts)",

@@ -35,6 +35,7 @@ from icl_book import (
     hermite,
     plotting,
     simulate,
+    stats,
     studies,
     tasks,
     theory,
@@ -723,6 +724,14 @@ SPECS.update(
             dict(points=[{"dim": 3, "alpha": 1.0, "tau": 2.0, "kappa": 2.0, "noise_var": 0.1}]),
             dict(seeds=[0], executor=None),
             dict(points="object", seeds="object", executor="object"),  # executor=None: serial
+        ),
+        # stats: bool/str/NaN/inf/complex values, empty, one row along the axis ("shorter" of two rows,
+        # "extra dim" puts one row on axis 0), and axis of the wrong type or out of range
+        "stats.mean_sem": (
+            stats.mean_sem,
+            dict(values=np.array([[0.5, 1.0], [2.0, 4.0]])),
+            dict(axis=0),
+            dict(values="array", axis="int?"),
         ),
         # attention (owned by the training issue: probed, findings listed in OWNED_ELSEWHERE)
         "attention.LinearSelfAttention": (

@@ -18,6 +18,7 @@ MODULES = [
     "features",
     "theory",
     "simulate",
+    "stats",
     "train",
     "attention",
     "studies",

@@ -1,13 +1,12 @@
 """The sweep engine: many ``(point, seed)`` pretraining runs through any :class:`concurrent.futures.Executor`.
 
 :func:`~icl_book.simulate.sweep` validates the points, sends one task per ``(point, seed)`` to the executor and
-tabulates the exact errors with their mean and standard error over seeds (the package's one mean ± standard-error
-helper, ``_mean_sem``): the same table, bit for bit, on every executor (chapters 3 and 4).
+tabulates the exact errors with their mean and standard error over seeds (:func:`icl_book.stats.mean_sem`, the
+package's one mean ± standard-error helper): the same table, bit for bit, on every executor (chapters 3 and 4).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -17,6 +16,7 @@ import numpy as np
 from .._blas import OneBlasThread
 from .._validate import nonnegative_float, nonnegative_int, positive_float, positive_int
 from ..hermite import get_link
+from ..stats import mean_sem
 from ..theory import _teacher, nonlinear_error_of_gamma
 from .pretrain import gamma_errors, pretrain_reduced_lsa
 from .sizes import problem_sizes
@@ -154,15 +154,6 @@ def _sweep_task(point: dict, seed: int | tuple[int, ...]) -> tuple[float, float]
         return float(icl), float(idg)
 
 
-def _mean_sem(values) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=float)
-    if np.all(np.isnan(arr)):
-        return float("nan"), float("nan")
-    mean = float(arr.mean())
-    sem = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else float("nan")
-    return mean, sem
-
-
 def _link_name(link) -> str | None:
     if link is None or isinstance(link, str):
         return link
@@ -230,6 +221,14 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
     for p, row in zip(points, results, strict=True):
         icl = tuple(r[0] for r in row)
         idg = tuple(r[1] for r in row)
+        summary = []  # icl_mean, icl_sem, idg_mean, idg_sem, as SweepResult documents them
+        for column in (icl, idg):
+            if np.all(np.isnan(column)):  # idg when κ = ∞: no in-distribution error to average
+                summary += [float("nan"), float("nan")]
+            elif len(column) == 1:  # one seed: its error, and no spread to estimate an SE from
+                summary += [column[0], float("nan")]
+            else:
+                summary += mean_sem(column)[:2]
         table.append(
             SweepResult(
                 p["dim"],
@@ -242,8 +241,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
                 seeds,
                 icl,
                 idg,
-                *_mean_sem(icl),
-                *_mean_sem(idg),
+                *summary,
             )
         )
     return table
