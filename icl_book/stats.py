@@ -17,14 +17,16 @@ __all__ = ["MeanSEM", "mean_sem"]
 
 
 class MeanSEM(NamedTuple):
-    """The result of :func:`mean_sem`: a sample mean, its standard error and the sample size.
+    """What :func:`mean_sem` returns: a sample mean, its standard error and the sample size.
 
-    ``mean`` and ``sem`` are floats, or arrays over the axes that remain when :func:`mean_sem` is given
-    ``axis``; ``n`` is the number of values each mean averages.
+    Unpacks as ``mean, sem, n = mean_sem(values)``; ``mean_sem(values)[:2]`` is the pair ``(mean, sem)``.
     """
 
+    #: The sample mean: a float, or an array over the axes that remain when ``axis`` is given.
     mean: float | np.ndarray
+    #: Its standard error ``s/√n`` (``s`` with ``ddof=1``), of the same shape as ``mean``.
     sem: float | np.ndarray
+    #: The number of values each mean averages (the length along ``axis``).
     n: int
 
 
