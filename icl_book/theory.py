@@ -121,6 +121,19 @@ def _m_kappa_prime(x, inv_kappa):
     return -0.5 * m * m * (1.0 + (x + 1.0 + inv_kappa) / root)
 
 
+def _m_kappa_parts(nu, inv_kappa):
+    """``1 − ν M_κ(ν)`` and ``(ν M_κ)'(ν) = M_κ + ν M_κ'`` without cancellation.
+
+    With ``c = ν + 1 + 1/κ`` and ``r = √(c² − 4/κ) = √((ν + 1 − 1/κ)² + 4ν/κ)``: ``1 − ν M = 2/(c + r)``
+    and ``(ν M)' = 2/(r (c + r))``. Formed as differences, both lose every digit when ``κ ≪ 1`` (they
+    are then ~κ and ~κ², while ``ν M`` and ``M`` are ~1 and ~1/ν): the ridge formula at ``α = ∞``,
+    ``τ = κ = 10⁻⁷`` came out negative.
+    """
+    c = nu + 1.0 + inv_kappa
+    r = np.hypot(nu + 1.0 - inv_kappa, 2.0 * np.sqrt(nu * inv_kappa))
+    return 2.0 / (c + r), 2.0 / (r * (c + r))
+
+
 def wishart_stieltjes(x, kappa=np.inf):
     """``M_κ(x) = 2 / [(x + 1 − 1/κ) + √((x + 1 − 1/κ)² + 4x/κ)]`` (broadcasts).
 
@@ -215,12 +228,10 @@ def _ridge_epsilon(x, tau, inv_kappa, ridge):
     """
 
     def f(eps, sel=slice(None)):
-        return (
-            1.0
-            - tau[sel]
-            + tau[sel] * ridge[sel] / eps
-            - eps * _m_kappa(eps + x[sel], inv_kappa[sel])
-        )
+        # 1 − ε S(ε + x*) = (1 − ν S) + x* S with ν = ε + x*: no cancellation before the one with τ
+        nu = eps + x[sel]
+        q, _ = _m_kappa_parts(nu, inv_kappa[sel])
+        return q + x[sel] * _m_kappa(nu, inv_kappa[sel]) - tau[sel] + tau[sel] * ridge[sel] / eps
 
     # f → +∞ as ε → 0+ (the τλ/ε term) and f → −τ < 0 as ε → ∞ (ε S(ε + x*) → 1).
     lo = np.minimum(ridge, 1.0)
@@ -259,17 +270,16 @@ def _icl_ridge(alpha, tau, inv_kappa, noise_var, ridge):
     nu = x + eps
     s = _m_kappa(nu, inv_kappa)
     sp = _m_kappa_prime(nu, inv_kappa)
+    # SCIENCE.md's ridge formula rearranged exactly, with P = ν S, G = (ν S)' and H = S + ε S' = G − x* S'
+    # (_m_kappa_parts: 1 − P and G without cancellation; S + ε S' formed directly is a difference of
+    # two numbers up to 10¹⁴ times larger than it when κ ≪ 1, then multiplied by the large c_e).
+    q, g = _m_kappa_parts(nu, inv_kappa)  # q = 1 − P, g = G
+    h = g - x * sp
     with np.errstate(divide="ignore", invalid="ignore"):
-        c_e = (noise_var + nu - nu * nu * s - eps * (1 - 2 * nu * s - nu * nu * sp)) / (
-            1 - 2 * eps * s - eps * eps * sp - tau
-        )
+        # 1 − τ − ε S − ε H, with 1 − ε S = 1 − P + x* S = q + x* S
+        c_e = (noise_var + x * q + eps * nu * g) / (q + x * s - tau - eps * h)
     c_e = np.where(finite, c_e, 0.0)
-    return (
-        (x + 1) * (1 - 2 * nu * s - nu * nu * sp - c_e * (s + eps * sp))
-        - 2 * (1 - nu * s)
-        + 1
-        + noise_var
-    )
+    return (x + 1) * (q - nu * g - c_e * h) - 2 * q + 1 + noise_var
 
 
 @renamed(rho="noise_var")

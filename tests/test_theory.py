@@ -217,3 +217,56 @@ def test_check_asymptotics_ex3():
         check_asymptotics_ex3(lambda kappa: 1.0 - kappa)  # no max: negative gap for κ > 1
     with pytest.raises(CheckFailed, match="not implemented"):
         check_asymptotics_ex3(_stub)
+
+
+def _icl_ridge_mp(alpha, tau, kappa, rho, lam):
+    """The ridge e_ICL formula, term by term as SCIENCE.md writes it, in 80-digit arithmetic (mpmath):
+    the reference for the double-precision rearrangement of ``theory._icl_ridge``."""
+    import mpmath as mp
+
+    with mp.workdps(80):
+        x = mp.mpf(0) if np.isinf(alpha) else (1 + mp.mpf(rho)) / alpha
+        tau, rho, lam = mp.mpf(tau), mp.mpf(rho), mp.mpf(lam)
+        ik = mp.mpf(0) if np.isinf(kappa) else 1 / mp.mpf(kappa)
+
+        def m(z):
+            a = z + 1 - ik
+            return 2 / (a + mp.sqrt(a * a + 4 * z * ik))
+
+        def m_prime(z):
+            return -(m(z) ** 2) / 2 * (1 + (z + 1 + ik) / mp.sqrt((z + 1 - ik) ** 2 + 4 * z * ik))
+
+        def f(e):
+            return 1 - tau + tau * lam / e - e * m(e + x)
+
+        lo, hi = lam, mp.mpf(1)
+        while f(lo) <= 0:
+            lo /= 4
+        while f(hi) >= 0:
+            hi *= 4
+        eps = mp.findroot(f, (lo, hi), solver="anderson")
+        nu = x + eps
+        s, sp = m(nu), m_prime(nu)
+        c_e = (rho + nu - nu * nu * s - eps * (1 - 2 * nu * s - nu * nu * sp)) / (
+            1 - 2 * eps * s - eps * eps * sp - tau
+        )
+        e = (x + 1) * (1 - 2 * nu * s - nu * nu * sp - c_e * (s + eps * sp))
+        return float(e - 2 * (1 - nu * s) + 1 + rho)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        (1.0, 2.0, np.inf, 0.25, 0.1),  # the book's range
+        (2.0, 2.0, 0.5, 0.1, 1e-3),
+        (0.3, 0.7, 1.3, 0.0, 1e-4),
+        # κ ≪ 1 at α = ∞: S + εS' formed as a difference lost every digit, and e_ICL came out
+        # as -4164.6 here (found by test_entry_validation's property test)
+        (np.inf, 8.374980998958419e-08, 8.374980998958419e-08, 1.0, 2.3713737056616554e-12),
+        (np.inf, 1e-7, 1e-7, 1.0, 1e-12),
+        (1e8, 8.37e-8, 8.37e-8, 1.0, 1e-10),
+        (100.0, 1e-8, 1e-8, 1e6, 1e-12),
+    ],
+)
+def test_ridge_formula_matches_80_digit_arithmetic(point):
+    assert icl_error(*point) == pytest.approx(_icl_ridge_mp(*point), rel=1e-6)
