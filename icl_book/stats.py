@@ -22,7 +22,7 @@ class MeanSEM(NamedTuple):
     Unpacks as ``mean, sem, n = mean_sem(values)``; ``mean_sem(values)[:2]`` is the pair ``(mean, sem)``.
     """
 
-    #: The sample mean: a float, or an array over the axes that remain when ``axis`` is given.
+    #: The sample mean (a float, or an array over the axes that remain when ``axis`` is given).
     mean: float | np.ndarray
     #: Its standard error ``s/√n`` (``s`` with ``ddof=1``), of the same shape as ``mean``.
     sem: float | np.ndarray
