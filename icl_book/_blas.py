@@ -60,5 +60,5 @@ class OneBlasThread(contextlib.ContextDecorator):
         return False
 
 
-#: The shared instance: ``with one_blas_thread:`` or ``@one_blas_thread``.
+#: The shared instance — ``with one_blas_thread:`` or ``@one_blas_thread``.
 one_blas_thread = OneBlasThread()

@@ -43,14 +43,14 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 #: CSS pixels per inch of a figure shown at its natural size (matplotlib's ``figure.dpi``).
 CSS_PX_PER_INCH = 105
-#: Width of the book's text column in inches at :data:`CSS_PX_PER_INCH`: 672 CSS px at a 1280-px window.
+#: Width of the book's text column in inches at :data:`CSS_PX_PER_INCH` (672 CSS px at a 1280-px window).
 #: A figure no wider than this is shown at its natural size, so its text keeps the size it was given;
 #: wider figures are scaled down to the column, and their text with them.
 COLUMN_WIDTH = 672 / CSS_PX_PER_INCH
-#: Smallest text the style uses (tick labels, legends), in points: 9/72 × 105 ≈ 13.1 CSS px at natural
+#: Smallest text the style uses (tick labels, legends), in points — 9/72 × 105 ≈ 13.1 CSS px at natural
 #: size. ``tests/test_figures.py`` measures every figure of the built book (≥ 9 CSS px at 1280 px).
 SMALLEST_FONT_PT = 9
-#: Pixels per inch of the PNGs: twice :data:`CSS_PX_PER_INCH`, so figures are sharp on 2× screens.
+#: Pixels per inch of the PNGs — twice :data:`CSS_PX_PER_INCH`, so figures are sharp on 2× screens.
 DPI = 2 * CSS_PX_PER_INCH
 #: Key of the PNG text chunk in which :func:`figure_png` records the figure's smallest font size (pt).
 FONT_SIZE_KEY = "icl-book:smallest-font-pt"

@@ -131,7 +131,7 @@ class RunSpec:
 
     @property
     def input_dim(self) -> int:
-        """``d``: ``dim``, or the chapter's default (4 for chapter 5's models, 3 for chapter 6's)."""
+        """``d`` (``dim``, or else the chapter's default, 4 for chapter 5's models and 3 for chapter 6's)."""
         return self.dim or (DEPTH_DIM if self.model in ("deep", "lbcd") else GLU_DIM)
 
     @property
@@ -151,7 +151,7 @@ class RunSpec:
 
     @property
     def data_seed(self) -> int:
-        """The seed of the run's training data: a hash of its name (every run draws its own)."""
+        """The seed of the run's training data, a hash of its name (every run draws its own)."""
         return zlib.crc32(self.name.encode())
 
 
@@ -318,7 +318,7 @@ def _depth_cohorts() -> list[Cohort]:
     return out
 
 
-#: Every study, by name: its cohorts.
+#: Every study, by name — its cohorts.
 STUDIES = {"glu": _glu_cohorts(), "depth": _depth_cohorts()}
 
 

@@ -69,12 +69,12 @@ __all__ = [
 # --- asymptotics: closed forms of Lu et al. (chapter 3) ---
 
 
-#: Smallest α and κ accepted: below them ``x* = (1+ρ)/α`` or ``1/κ`` overflow the formulas' squares.
+#: Smallest α and κ accepted — below them ``x* = (1+ρ)/α`` or ``1/κ`` overflow the formulas' squares.
 MIN_RATIO = 1e-8
-#: Smallest positive ridge accepted: below it the self-consistent equation at τ = 1 loses every
+#: Smallest positive ridge accepted — below it the self-consistent equation at τ = 1 loses every
 #: significant digit (its denominator ``1 − τ − 2εS − ε²S'`` cancels to rounding error).
 MIN_RIDGE = 1e-12
-#: Largest ridge accepted: above it ``e_ICL`` equals its λ → ∞ limit ``1 + ρ`` to double precision
+#: Largest ridge accepted — above it ``e_ICL`` equals its λ → ∞ limit ``1 + ρ`` to double precision
 #: (checked), and beyond about 1e150 the self-consistent formula's squares overflow.
 MAX_RIDGE = 1e100
 

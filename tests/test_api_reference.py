@@ -44,3 +44,20 @@ def test_the_check_sees_the_package():
     names = public_names()
     assert "icl_book.estimators.ols_predict" in names
     assert "icl_book.tasks.sample_linear_prompts" in names
+
+
+def test_no_description_is_shown_as_a_type():
+    """Napoleon reads the first line of an attribute's ``#:`` comment or a property's docstring as
+    ``type: description`` when it holds a colon outside code and roles: "Smallest ridge accepted: below
+    it ..." rendered as "Type: Smallest ridge accepted". The package never writes such types, so no
+    ``Type`` field may appear on the page."""
+    if not API_PAGE.exists():
+        pytest.fail("the book is not built: run `make html` (make test builds it first)")
+    import re
+
+    html = API_PAGE.read_text(encoding="utf-8")
+    shown = [
+        re.sub(r"<[^>]+>", "", html[m.end() : m.end() + 200]).split("\n")[2:3]
+        for m in re.finditer(r'<dt class="field-(?:odd|even)">Type<', html)
+    ]
+    assert shown == [], f"descriptions rendered as types (rephrase without 'x: y'): {shown}"

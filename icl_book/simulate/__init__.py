@@ -71,7 +71,7 @@ __all__ = [
 __all__ += ["MCError", "mc_error"]  # nonlinear (chapter 4)
 __all__ += ["SWEEP_KEYS", "SweepResult", "sweep"]  # sweeps through an executor
 
-#: Keys a sweep point may carry: the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
+#: Keys a sweep point may carry — the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
 #: are required).
 SWEEP_KEYS = _sweeps.SWEEP_KEYS
 

@@ -21,7 +21,7 @@ from ..theory import _teacher, nonlinear_error_of_gamma
 from .pretrain import gamma_errors, pretrain_reduced_lsa
 from .sizes import problem_sizes
 
-#: Keys a sweep point may carry: the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
+#: Keys a sweep point may carry — the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
 #: are required).
 SWEEP_KEYS = ("dim", "alpha", "tau", "kappa", "noise_var", "ridge", "link", "tol", "max_iter")
 _SWEEP_REQUIRED = ("dim", "alpha", "tau")
