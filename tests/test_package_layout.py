@@ -241,3 +241,21 @@ def test_assignments_reexports_exactly_its_modules_public_names():
     for m in modules:
         for n in m.__all__:
             assert getattr(assignments, n) is getattr(m, n), n
+
+
+_ICL_MAP_LINE = re.compile(
+    r"^- (?::mod:`(icl_book\.\w+)`|``(icl_book\.\w+)`` \(private\)) -- (.+)$"
+)
+
+
+def test_contributing_maps_icl_book_as_its_docstring_does():
+    doc = importlib.import_module("icl_book").__doc__
+    expected = [
+        f"- `{m[1] or m[2]}`{' (private)' if m[2] else ''}: {m[3].replace('``', '`')}"
+        for m in map(_ICL_MAP_LINE.match, doc.splitlines())
+        if m
+    ]
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("\n## The package: `icl_book/`\n", 1)[1].split("\n## ", 1)[0]
+    listed = [line for line in section.splitlines() if line.startswith("- `")]
+    assert listed == expected and len(expected) >= 10
