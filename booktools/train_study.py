@@ -6,7 +6,14 @@ convergence protocol, one torch thread, saving a checkpoint per cohort in ``--ch
 ``--max-steps`` continues the runs that stopped unconverged at the old bound). ``--cohorts`` trains a
 subset (e.g. in two processes, one per core).
 
-``python -m booktools.train_study status glu`` prints every run's steps, validation error and state.
+``--device cuda`` trains on a GPU. ``--executor processes`` trains the cohorts in parallel, one local
+process each (as many at once as cores); ``--executor dask`` on a ``dask.distributed`` cluster:
+``--scheduler ADDRESS`` connects to a running one (its workers must see ``--checkpoints``), without it
+a ``LocalCluster`` of ``--workers`` processes is started. Every cohort writes the checkpoint a serial run
+writes.
+
+``python -m booktools.train_study status glu`` prints every run's steps, validation error, state and
+its last two changes in paired standard errors.
 
 ``python -m booktools.train_study export glu`` writes ``icl_book/data/study_<name>.npz`` from the
 checkpoints of every cohort (or of ``--cohorts``: a study whose other cohorts are still training can
@@ -18,6 +25,7 @@ in training are exported with ``finished = False`` (a chapter must say so).
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -70,15 +78,40 @@ def status(study: str, folder: Path) -> None:
         cpu_h = float(np.sum(saved["trainer"]["cpu_seconds"])) / 3600
         print(f"{cohort.name}: {cpu_h:.2f} CPU-hours")
         for name, r in saved["records"].items():
-            if r["converged"]:
+            rec = ConvergenceRecord(**r)
+            if rec.converged:
                 state = "converged"
-            elif r.get("diverged_at"):
-                state = f"diverged at step {r['diverged_at']}"
+            elif rec.diverged_at:
+                state = f"diverged at step {rec.diverged_at}"
             else:
-                state = "at bound" if r["finished"] else "training"
-            steps = r["eval_steps"][-1] if r["eval_steps"] else 0
-            val = f"{r['val_mse'][-1]:.4f} ± {r['val_se'][-1]:.4f}" if r["val_mse"] else "-"
-            print(f"  {name:48s} {steps:6d} steps  val {val}  {state}")
+                state = f"at bound ({rec.trend})" if rec.finished else f"training ({rec.trend})"
+            val = f"{rec.val_mse[-1]:.4f} ± {rec.val_se[-1]:.4f}" if rec.val_mse else "-"
+            last = " ".join(f"{z:+.1f}" for z in rec.changes[-2:])
+            print(f"  {name:48s} {rec.steps:7d} steps  val {val}  {state}  Δ/SE {last}")
+
+
+@contextlib.contextmanager
+def _executor(args):
+    """The executor ``train_study`` gets: None, "processes", or a dask Client (closed afterwards)."""
+    if args.executor != "dask":
+        yield None if args.executor == "serial" else "processes"
+        return
+    if args.workers is not None and args.scheduler is not None:
+        raise SystemExit("--workers starts a LocalCluster; with --scheduler the cluster exists")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit(
+            "--executor dask needs dask.distributed: pip install 'dask[distributed]'"
+        ) from None
+    if args.scheduler is not None:
+        with Client(args.scheduler) as client:
+            yield client
+        return
+    # one thread per worker: a cohort's models are small, and each worker trains one cohort
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True) as cluster:
+        with Client(cluster) as client:
+            yield client
 
 
 def main(argv=None) -> None:
@@ -89,20 +122,32 @@ def main(argv=None) -> None:
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
     parser.add_argument("--max-steps", type=int, default=None, help="override the bound")
     parser.add_argument("--out", type=Path, default=None, help="the .npz to write")
+    parser.add_argument("--device", default="cpu", help="torch device to train on (e.g. cuda)")
+    parser.add_argument(
+        "--executor",
+        choices=["serial", "processes", "dask"],
+        default="serial",
+        help="train the cohorts one after another, in local processes, or on a dask cluster",
+    )
+    parser.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
+    parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (dask)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # tiny models: one thread is as fast, and bitwise reproducible
     args.checkpoints.mkdir(parents=True, exist_ok=True)
     if args.command == "train":
-        try:
-            train_study(
-                args.study,
-                checkpoints=args.checkpoints,
-                names=args.cohorts,
-                max_steps=args.max_steps,
-                log=lambda line: print(line, flush=True),
-            )
-        except ValueError as err:  # e.g. an unknown cohort name
-            raise SystemExit(str(err)) from None
+        with _executor(args) as executor:
+            try:
+                train_study(
+                    args.study,
+                    checkpoints=args.checkpoints,
+                    names=args.cohorts,
+                    max_steps=args.max_steps,
+                    device=args.device,
+                    executor=executor,
+                    log=lambda line: print(line, flush=True),
+                )
+            except ValueError as err:  # e.g. an unknown cohort name
+                raise SystemExit(str(err)) from None
     elif args.command == "status":
         status(args.study, args.checkpoints)
     else:

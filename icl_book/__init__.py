@@ -12,7 +12,7 @@ Modules (one job each):
 - :mod:`icl_book.theory` -- closed forms: attention asymptotics, nonlinearity–noise mapping, one-step GD risks.
 - :mod:`icl_book.stats` -- Monte Carlo summaries: ``mean_sem``, a sample mean and its standard error.
 - :mod:`icl_book.simulate` -- the fast reduced-model simulator: ``sizes``, ``solver``, ``pretrain``, ``sweeps``.
-- :mod:`icl_book.train` -- seeded torch training loops.
+- :mod:`icl_book.train` -- seeded torch training: ``loop``, ``schedules``, ``batched``, ``protocol``.
 - :mod:`icl_book.studies` -- the converged training studies of chapters 5 and 6: what is trained, and loading it.
 - :mod:`icl_book.plotting` -- the book's figure style.
 - :mod:`icl_book.book` -- helpers for the chapters: ``glue``, ``claim``, Colab detection.

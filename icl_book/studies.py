@@ -29,6 +29,7 @@ checkpoint as it goes); the results ship as package data (``icl_book/data/study_
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as fields_of
@@ -69,6 +70,7 @@ __all__ = [
     "load_study",
     "select_runs",
     "train_study",
+    "train_cohort",
     "study_trainer",
     "study_path",
     "study_arrays",
@@ -167,6 +169,7 @@ class Cohort:
     decay_start: int = 0
     first_check: int = 1000
     max_steps: int = 32_000
+    min_steps: int = 8000
     val_size: int = 5000
     val_seed: int = 777
     dtype: str = field(default="float64", kw_only=True)  # keyword-only, as everywhere
@@ -190,6 +193,12 @@ class Cohort:
         nonnegative_int("decay_start", self.decay_start)
         positive_int("first_check", self.first_check)
         positive_int("max_steps", self.max_steps)
+        nonnegative_int("min_steps", self.min_steps)
+        if self.min_steps < 4 * max(self.warmup, self.decay_start):
+            raise ValueError(
+                f"min_steps must be at least four times the warm-up and hold "
+                f"(4 * {max(self.warmup, self.decay_start)}), got {self.min_steps}"
+            )
         positive_int("val_size", self.val_size)
         nonnegative_int("val_seed", self.val_seed)
         choice("dtype", self.dtype, ("float32", "float64"))
@@ -242,7 +251,9 @@ def _glu_cohorts() -> list[Cohort]:
     ]
     # float32: the models are tiny and the validation error's standard error is ~1e-2 relative,
     # far above float32 rounding; it trains twice as fast as float64
-    common = dict(batch_size=256, warmup=250, clip_grad=1.0, dtype="float32")
+    # the bound is far beyond what most runs need: the protocol stops each run once two doublings
+    # past 8,000 steps changed its validation error by at most one paired standard error
+    common = dict(batch_size=256, warmup=250, clip_grad=1.0, dtype="float32", max_steps=128_000)
     lsa = tuple(
         RunSpec("lsa", task, 100, seed, 0.01)
         for task in ("quadratic", "mixed")
@@ -270,7 +281,7 @@ def _depth_cohorts() -> list[Cohort]:
         decay_start=2000,
         clip_grad=1.0,
         dtype="float32",
-        max_steps=64_000,
+        max_steps=256_000,
     )
     for depth in (1, 2, 4, 8):
         # depth 8 at 2.5e-3 diverged (cubic seed 2, step ~335, in float32 and float64 alike);
@@ -285,10 +296,7 @@ def _depth_cohorts() -> list[Cohort]:
         # times (after 331 steps of cubic seed 2, 18 of 20,000 fresh prompts gave non-finite
         # predictions in float32, none in float64)
         dtype = "float64" if depth == 8 else deep["dtype"]
-        # depth 8 costs twice as much per step at a quarter of the rate: its bound is 32,000 steps
-        # (3.0 CPU-hours for its ten runs), what this book could afford; its runs are reported at it
-        bound = 32_000 if depth == 8 else deep["max_steps"]
-        out.append(Cohort(f"deep{depth}", runs, **{**deep, "dtype": dtype, "max_steps": bound}))
+        out.append(Cohort(f"deep{depth}", runs, **{**deep, "dtype": dtype}))
     for depth in (1, 2, 4):
         lr = 5e-3 * min(1.0, 4 / depth)
         runs = tuple(
@@ -313,6 +321,9 @@ def _depth_cohorts() -> list[Cohort]:
                     clip_grad=1.0,
                     first_check=250,
                     max_steps=8000,
+                    # started at the construction, with only the step sizes free: the minimum is
+                    # four times the warm-up, not the free models' 8,000 steps
+                    min_steps=80,
                 )
             )
     return out
@@ -397,13 +408,25 @@ def _load_construction(block: TransformerBlock) -> None:
     block.w_pv[idx[:, None], idx] = torch.from_numpy(w.w_pv)
 
 
-def validation_prompts(cohort: Cohort, run: RunSpec) -> Prompts:
-    """The fixed validation set of ``run``'s task (shared by the runs of one task and N)."""
+def validation_prompts(cohort: Cohort, run: RunSpec) -> dict[int, Prompts]:
+    """The fixed validation set of ``run``'s task, ``{N: Prompts}`` (shared by the runs of one task and N).
+
+    One context length ``N`` for a run trained at one; every length of the mix (:data:`GLU_MIX`) for a
+    run trained on the mix, ``cohort.val_size`` prompts each: its validation error is the mean over
+    the lengths, and the record keeps each length's error.
+    """
     _of_type("cohort", cohort, Cohort)
     _of_type("run", run, RunSpec)
+    if run.context_len == 0:
+        return {n: _validation_set(cohort, run, n) for n in GLU_MIX}
+    return {run.context_len: _validation_set(cohort, run, run.context_len)}
+
+
+def _validation_set(cohort: Cohort, run: RunSpec, n: int) -> Prompts:
+    # the key of a fixed-N run is the one its set always had, so earlier curves stay comparable
     key = zlib.crc32(f"{run.model}/{run.task}/{run.context_len}".encode())
-    rng = np.random.default_rng([cohort.val_seed, key])
-    return make_sampler(run)(rng, cohort.val_size)
+    seed = [cohort.val_seed, key] if run.context_len else [cohort.val_seed, key, n]
+    return make_sampler(run, n)(np.random.default_rng(seed), cohort.val_size)
 
 
 def members(cohort: Cohort) -> list[Member]:
@@ -477,7 +500,7 @@ def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
     return out
 
 
-def study_trainer(cohort: Cohort) -> BatchedTrainer:
+def study_trainer(cohort: Cohort, *, device: str | torch.device = "cpu") -> BatchedTrainer:
     """The untrained :class:`~icl_book.train.BatchedTrainer` of ``cohort`` (its runs' initial models)."""
     _of_type("cohort", cohort, Cohort)
     return BatchedTrainer(
@@ -486,7 +509,41 @@ def study_trainer(cohort: Cohort) -> BatchedTrainer:
         schedule="rsqrt",
         clip_grad=cohort.clip_grad,
         dtype=cohort.torch_dtype,
+        device=device,
     )
+
+
+def train_cohort(
+    study: str,
+    cohort: Cohort,
+    *,
+    checkpoints: str | Path = ".studies",
+    device: str | torch.device = "cpu",
+    log=print,
+) -> dict[str, np.ndarray]:
+    """Train one cohort under the convergence protocol, resuming ``<checkpoints>/<study>_<name>.pt``.
+
+    Returns the arrays the cohort contributes to its study's file (:func:`study_arrays`). One torch
+    thread: the models are small, and a cohort gives the same checkpoint wherever it runs (a worker
+    process, a dask worker) as in the calling process.
+    """
+    _of_type("cohort", cohort, Cohort)
+    torch.set_num_threads(1)
+    trainer = study_trainer(cohort, device=device)
+    records = train_to_convergence(
+        trainer,
+        {r.name: validation_prompts(cohort, r) for r in cohort.runs},
+        first_check=cohort.first_check,
+        max_steps=cohort.max_steps,
+        min_steps=cohort.min_steps,
+        checkpoint=str(Path(checkpoints) / f"{study}_{cohort.name}.pt"),
+        log=None if log is None else (lambda line: log(f"[{cohort.name}] {line}")),
+    )
+    if log is not None:
+        n_conv = sum(r.converged for r in records.values())
+        cpu_h = float(np.sum(trainer.cpu_seconds)) / 3600
+        log(f"{cohort.name}: {n_conv}/{len(records)} converged, {cpu_h:.2f} CPU-hours")
+    return study_arrays(cohort, trainer, records)
 
 
 def train_study(
@@ -495,6 +552,8 @@ def train_study(
     checkpoints: str | Path = ".studies",
     names=None,
     max_steps: int | None = None,
+    device: str | torch.device = "cpu",
+    executor=None,
     log=print,
 ) -> dict[str, StudyRun]:
     """Train the cohorts of ``study`` under the convergence protocol; return their runs.
@@ -504,33 +563,62 @@ def train_study(
     study (CPU-hours: the chapters say how many) can be trained across several sittings. ``names``
     restricts training to some cohorts; ``max_steps`` overrides the bound (a larger bound continues
     the runs that stopped unconverged). The runs are returned as :func:`load_study` returns them.
+
+    ``device`` is where every cohort trains (``"cuda"`` on a GPU). ``executor`` runs the cohorts in
+    parallel, one task each: ``None`` trains them one after another here; ``"processes"`` in a pool of
+    local processes (one per core); or any object with ``submit(fn, *args, **kwargs)`` returning a
+    future with ``result()`` — a :class:`concurrent.futures.Executor`, or a ``dask.distributed``
+    ``Client`` (a cluster; the workers must see ``checkpoints``). Cohorts are independent, so every
+    checkpoint is the one a serial run writes.
     """
     known = [c.name for c in cohorts(study)]
     unknown = sorted(set(names or ()) - set(known))
     if unknown:  # a misspelt cohort would otherwise train nothing, quietly
         raise ValueError(f"names must be cohorts of {study} ({', '.join(known)}), got {unknown}")
+    if max_steps is not None:
+        positive_int("max_steps", max_steps)
+    if not (
+        executor is None or executor == "processes" or callable(getattr(executor, "submit", None))
+    ):
+        raise ArgumentTypeError(
+            "executor must be None, 'processes' or an object with a submit method "
+            f"(a concurrent.futures.Executor or a dask Client), got {executor!r}"
+        )
+    device = str(torch.device(device)) if isinstance(device, (str, torch.device)) else device
+    if not isinstance(device, str):
+        raise ArgumentTypeError(f"device must be a torch device or its name, got {device!r}")
     folder = Path(checkpoints)
     folder.mkdir(parents=True, exist_ok=True)
-    arrays = {}
+    todo = []
     for cohort in cohorts(study):
         if names is not None and cohort.name not in names:
             continue
-        if max_steps is not None:
-            cohort = replace(cohort, max_steps=max_steps)
-        trainer = study_trainer(cohort)
-        records = train_to_convergence(
-            trainer,
-            {r.name: validation_prompts(cohort, r) for r in cohort.runs},
-            first_check=cohort.first_check,
-            max_steps=cohort.max_steps,
-            checkpoint=str(folder / f"{study}_{cohort.name}.pt"),
-            log=None if log is None else (lambda line, c=cohort.name: log(f"[{c}] {line}")),
+        todo.append(cohort if max_steps is None else replace(cohort, max_steps=max_steps))
+    kwargs = dict(checkpoints=str(folder), device=device)
+    arrays = {}
+    if executor is None:
+        for cohort in todo:
+            arrays.update(train_cohort(study, cohort, log=log, **kwargs))
+        return _runs(arrays)
+    pool = None
+    if executor == "processes":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a forked child would inherit this process's torch thread pools
+        pool = executor = ProcessPoolExecutor(
+            min(len(todo), os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")
         )
-        arrays.update(study_arrays(cohort, trainer, records))
-        if log is not None:
-            n_conv = sum(r.converged for r in records.values())
-            cpu_h = float(np.sum(trainer.cpu_seconds)) / 3600
-            log(f"{cohort.name}: {n_conv}/{len(records)} converged, {cpu_h:.2f} CPU-hours")
+    try:
+        # a worker's log lines go to its own output; the caller logs each cohort as it ends
+        futures = [executor.submit(train_cohort, study, c, log=None, **kwargs) for c in todo]
+        for cohort, future in zip(todo, futures, strict=True):
+            arrays.update(future.result())
+            if log is not None:
+                log(f"{cohort.name}: done")
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return _runs(arrays)
 
 
