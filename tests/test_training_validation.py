@@ -372,11 +372,12 @@ def test_converged_at_validates(val_mse, change_se, name):
         train.converged_at(val_mse, change_se)
 
 
-def test_converged_at_answers_as_before():
-    assert train.converged_at([1.0, 0.95], [np.nan, 0.06]) is True
-    assert train.converged_at([1.0, 0.9], [np.nan, 0.06]) is False
+def test_converged_at_answers_a_boolean():
+    assert train.converged_at([1.0, 0.96, 0.95], [np.nan, 0.06, 0.06]) is True
+    assert train.converged_at([1.0, 0.95], [np.nan, 0.06]) is False  # one doubling is not enough
     assert train.converged_at([1.0], [np.nan]) is False
-    assert train.converged_at([1.0, 0.9], []) is False
+    with pytest.raises(ValueError, match="change_se must have one entry per checkpoint"):
+        train.converged_at([1.0, 0.9], [])
 
 
 def _sampler(rng, b):

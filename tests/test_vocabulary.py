@@ -148,8 +148,8 @@ KNOWN_LEAKS = {
     "model: a string in ['studies.RunSpec'], another kind of value in ['studies.StudyRun', "
     "'train.Member', 'train.TrainResult', 'train.evaluate_in_context', 'train.predict_in_context', "
     "'train.train_in_context']": "studies and train are owned by the training issue",
-    "schedule: a string in ['train.BatchedTrainer', 'train.train_in_context'], another kind of value "
-    "in ['attention.DeepBCDWeights']": "attention.deep and train are owned by the training issue",
+    "schedule: a string in ['train.BatchedTrainer', 'train.learning_rate', 'train.train_in_context'], "
+    "another kind of value in ['attention.DeepBCDWeights']": "attention.deep and train are owned by the training issue",
 }
 
 
