@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from icl_book.studies import STUDIES, cohorts, study_arrays, study_path, study_trainer, train_study
-from icl_book.train import ConvergenceRecord
+from icl_book.train import ConvergenceRecord, decide
 
 CHECKPOINTS = Path(".studies")
 
@@ -53,6 +53,11 @@ def export(study: str, folder: Path, out: Path, names=None) -> None:
         trainer = study_trainer(cohort)
         trainer.load_state_dict(saved["trainer"])
         records = {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
+        for (
+            rec
+        ) in records.values():  # by today's rule, whatever rule the checkpoint was saved under
+            rec.min_steps = cohort.min_steps
+            decide(rec, max_steps=cohort.max_steps)
         arrays.update(study_arrays(cohort, trainer, records))
         n_conv = sum(r.converged for r in records.values())
         n_fin = sum(r.finished for r in records.values())
@@ -131,6 +136,9 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
     parser.add_argument("--workers", type=int, default=None, help="LocalCluster workers (dask)")
+    parser.add_argument(
+        "--chunk-size", type=int, default=None, help="members per vectorised call (default: all)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # tiny models: one thread is as fast, and bitwise reproducible
     args.checkpoints.mkdir(parents=True, exist_ok=True)
@@ -144,6 +152,7 @@ def main(argv=None) -> None:
                     max_steps=args.max_steps,
                     device=args.device,
                     executor=executor,
+                    chunk_size=args.chunk_size,
                     log=lambda line: print(line, flush=True),
                 )
             except ValueError as err:  # e.g. an unknown cohort name

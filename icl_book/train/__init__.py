@@ -27,6 +27,7 @@ from .protocol import (
     ConvergenceRecord,
     check_steps,
     converged_at,
+    decide,
     false_convergence_rate,
     train_to_convergence,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "ConvergenceRecord",
     "train_to_convergence",
     "converged_at",
+    "decide",
     "FLAT_DOUBLINGS",
     "false_convergence_rate",
     "check_steps",

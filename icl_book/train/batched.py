@@ -309,8 +309,17 @@ class BatchedTrainer:
         """Continue from :meth:`state_dict` (the members must be the same, in the same order)."""
         if list(state["names"]) != [m.name for m in self.members]:
             raise ValueError("state was saved for other members (names differ)")
+        # in this trainer's dtype and on its device (a checkpoint can move between them: e.g. a run
+        # trained in float64 through its early phase continues in float32)
         for attr in ("params", "exp_avg", "exp_avg_sq"):
-            setattr(self, attr, {k: v.clone() for k, v in state[attr].items()})
+            setattr(
+                self,
+                attr,
+                {
+                    k: v.to(device=self.device, dtype=self.dtype, copy=True)
+                    for k, v in state[attr].items()
+                },
+            )
         self.steps = np.asarray(state["steps"], dtype=np.int64).copy()
         for rng, s in zip(self.rngs, state["rngs"], strict=True):
             rng.bit_generator.state = s

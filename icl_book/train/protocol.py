@@ -45,6 +45,7 @@ __all__ = [
     "ConvergenceRecord",
     "FLAT_DOUBLINGS",
     "converged_at",
+    "decide",
     "check_steps",
     "false_convergence_rate",
     "train_to_convergence",
@@ -284,11 +285,24 @@ def _restart(rec: ConvergenceRecord, step: int, err, parts, key: int) -> None:
     rec.val_parts, rec.val_key = [label for label, _ in parts], key
 
 
-def _decide(rec: ConvergenceRecord, max_steps: int) -> None:
-    rec.converged = converged_at(
+def decide(rec: ConvergenceRecord, *, max_steps: int) -> ConvergenceRecord:
+    """Decide ``rec`` by the current rule from its curve, in place (and return it).
+
+    Converged by :func:`converged_at` (past ``rec.min_steps``); finished when converged, at
+    ``max_steps`` or diverged. What a resumed checkpoint and an export go through: a verdict is
+    never carried over from an older rule.
+    """
+    if not isinstance(rec, ConvergenceRecord):
+        raise ArgumentTypeError(f"rec must be a ConvergenceRecord, got {type(rec).__name__}")
+    max_steps = positive_int("max_steps", max_steps)
+    if rec.diverged_at:
+        rec.converged, rec.finished = False, True
+        return rec
+    rec.converged = bool(rec.eval_steps) and converged_at(
         rec.val_mse, rec.change_se, rec.eval_steps, min_steps=rec.min_steps
     )
     rec.finished = rec.converged or rec.steps >= max_steps
+    return rec
 
 
 def train_to_convergence(
@@ -386,8 +400,8 @@ def train_to_convergence(
                 rec.val_key = keys[n]
         if len(rec.change_se) < len(rec.val_mse):  # an older format kept no paired errors
             rec.change_se += [math.nan] * (len(rec.val_mse) - len(rec.change_se))
-        if not rec.diverged_at and rec.eval_steps:
-            _decide(rec, max_steps)  # re-decided by the current rule, never by hand
+        if rec.eval_steps:
+            decide(rec, max_steps=max_steps)  # re-decided by the current rule, never by hand
     # a stopped run is at its checkpoint, so its per-prompt errors there can be recomputed
     for i, n in enumerate(names):
         rec = records[n]
@@ -446,7 +460,7 @@ def train_to_convergence(
             rec.change_se.append(change)
             rec.val_mse_parts.append([float(e.mean()) for e in err])
             rec.val_parts, rec.val_key = [label for label, _ in parts[n]], keys[n]
-            _decide(rec, max_steps)
+            decide(rec, max_steps=max_steps)
         if log is not None:
             done = sum(r.converged for r in records.values())
             log(f"step {target}: {done}/{len(names)} converged, {len(active)} were active")
