@@ -2,10 +2,11 @@
 
 A *study* is a list of cohorts; a cohort is a set of runs of one architecture trained together by
 :class:`icl_book.train.BatchedTrainer` under the book's convergence protocol
-(:func:`icl_book.train.train_to_convergence`: the validation error is measured at 500, 1,000, 2,000, …
-steps, and a run stops once doubling its steps changed it by less than one standard error, or at the
-bound, flagged not converged). Every run has its own initial weights, its own data generator and its
-own learning rate.
+(:func:`icl_book.train.train_to_convergence`: the validation error is measured at 1,000, 2,000,
+4,000, … steps, and a run stops once, past the cohort's ``min_steps``, each of two consecutive
+doublings changed it by at most one paired standard error, or at the bound, flagged not converged).
+Every run has its own initial weights, its own data generator and its own learning rate. A run trained
+on a mix of context lengths is validated at every length of the mix.
 
 - ``"glu"`` (chapter 5): LSA+GLU blocks of width 16 + 16 and 10 + 10 (scratch + hidden units) on
   random quadratic prompts (d = 4, σ² = 0.1), trained at each fixed context length
