@@ -411,3 +411,21 @@ def test_wishart_sampler_refuses_a_link_and_an_unknown_name():
         sample_reduced_prompts(10, 4, 3, rng=0, link=np.tanh, sampler="wishart")
     with pytest.raises(ValueError, match="sampler must be one of"):
         sample_reduced_prompts(10, 4, 3, rng=0, sampler="bartlett")
+
+
+def test_every_stored_simulation_stays_on_the_route_it_was_computed_with():
+    """The stored tables and the explorer's data were computed by PCG; the two routes agree to ~1e-9, not
+    bitwise, so a cost-model change that moved one of their points to the dense route would shift stored
+    numbers by as much as their tolerances. Every such point must still take PCG under ``"auto"``."""
+    from booktools import explorer_data, tables
+
+    points = [p for make in tables.TABLES.values() for _, p in make().points]
+    points += [
+        explorer_data._point(spec, tau)
+        for spec in explorer_data.SIMULATIONS
+        for tau in spec["taus"]
+    ]
+    assert len(points) > 20
+    for p in points:
+        _, n, _ = problem_sizes(p["dim"], p["alpha"], p["tau"], p.get("kappa", np.inf))
+        assert solver_module._choose_solver(n, p["dim"], p.get("tol", 1e-10)) == "pcg", p
