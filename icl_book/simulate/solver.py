@@ -9,7 +9,7 @@ Two routes solve the same normal equations (:func:`~icl_book.simulate.solve_redu
   block (float32, or float64 when single precision cannot reach the tolerance), factored by Cholesky and
   refined against the float64 operator: ``O(n d⁴ + d⁶)`` time, ``O(d⁴)`` memory, no iteration count to pay.
 
-``solver="auto"`` takes the cheaper by :func:`_choose_solver`'s cost model, a function of the sizes only (never
+``solver="auto"`` takes the cheaper by the cost model of ``_choose_solver``, a function of the sizes only (never
 of a timing), so that a sweep's table is the same on every executor.
 """
 
