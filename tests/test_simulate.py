@@ -429,3 +429,18 @@ def test_every_stored_simulation_stays_on_the_route_it_was_computed_with():
     for p in points:
         _, n, _ = problem_sizes(p["dim"], p["alpha"], p["tau"], p.get("kappa", np.inf))
         assert solver_module._choose_solver(n, p["dim"], p.get("tol", 1e-10)) == "pcg", p
+
+
+def test_sweep_points_choose_solver_and_sampler_by_name():
+    base = {"dim": 8, "alpha": 2.0, "tau": 3.0, "kappa": 1.0, "noise_var": 0.1, "ridge": 1e-3}
+    rows = {s: simulate.sweep([base | {"solver": s}], seeds=[0, 1])[0] for s in ("pcg", "dense")}
+    np.testing.assert_allclose(rows["pcg"].icl, rows["dense"].icl, rtol=1e-8)
+    np.testing.assert_allclose(rows["pcg"].idg, rows["dense"].idg, rtol=1e-8)
+    wishart = simulate.sweep([base | {"sampler": "wishart"}], seeds=[0])[0]
+    with simulate._SingleBlasThread():  # as every sweep task
+        direct = simulated_errors(8, 2.0, 3.0, 1.0, 0.1, 1e-3, rng=0, sampler="wishart")
+    assert wishart.icl[0] == pytest.approx(direct.icl, rel=1e-12)
+    with pytest.raises(ValueError, match=r"points\[0\]\['solver'\]"):
+        simulate.sweep([base | {"solver": "lu"}], seeds=[0])
+    with pytest.raises(ValueError, match=r"points\[0\]\['sampler'\]"):
+        simulate.sweep([base | {"sampler": "wishart", "link": "tanh"}], seeds=[0])
