@@ -1,6 +1,20 @@
-"""Benchmark of icl_book.simulate: matrix-free pretraining against the dense reference method (issue 5).
+"""Benchmark of icl_book.simulate against the dense reference method.
 
-Run: ``.venv/bin/python benchmarks/bench_simulate.py`` (``--quick`` skips the d = 200 run).
+Run: ``.venv/bin/python benchmarks/bench_simulate.py`` (all three parts; ``--quick`` skips the d = 200 run),
+``--figure4-only`` (part 0 alone; ``--dims 10 32`` and ``--ref-fits N`` narrow it).
+
+0. **Lu et al.'s Figure-4 workload** (their public script's grid: α = τ = 10, ρ = 0.01, λ = 1e-6, twelve κ from
+   0.2 to 32, twenty draws each) at d = 10, 32, 64, through :func:`icl_book.simulate.sweep` (``solver="auto"``,
+   ``sampler="wishart"``), against the *dense reference*: the same prompts (same seed, same sampler), explicit
+   ``d(d+1)`` features ``vec(x_q hᵀ)``, the Gram matrix by one float64 matrix product per block of ``3d²``
+   prompts (as the authors' script does), Cholesky, and the same exact errors. One BLAS thread on both
+   sides, timed back to back in this run. The simulator runs all 240 fits; the reference runs ``--ref-fits``
+   of them (every fit has the same sizes, so its time per fit does not depend on κ; all 240 at d = 64 would
+   take hours) and its sweep time is its mean time per fit × 240. Printed per d: both sweep times, their
+   ratio, the route the cost model picked for every κ, the largest relative difference of e_ICL between
+   the two on the fits both ran, the achieved GFLOP/s of each solve against a large float32 matrix product's
+   in the same run, the simulator's time per fit with the default ``sampler="labels"`` (the draws behind
+   the book's stored results), and the load average.
 
 1. For d = 40, 60, 80 (α = 1, τ = 3, κ = 2, ρ = 0.01, ridgeless) one set of prompts is drawn with the fast
    sampler, and the same prompts are solved twice:
@@ -28,8 +42,17 @@ import time
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
-from icl_book.simulate import problem_sizes, sample_reduced_prompts, solve_reduced_ridge
+from icl_book.simulate import (
+    gamma_errors,
+    problem_sizes,
+    sample_reduced_prompts,
+    simulated_errors,
+    solve_reduced_ridge,
+    sweep,
+)
+from icl_book.simulate.solver import _choose_solver
 from icl_book.tasks import sample_task_pool
 
 ALPHA, TAU, KAPPA, RHO = 1.0, 3.0, 2.0, 0.01
@@ -97,6 +120,139 @@ def matmul_gflops(size: int = 2000) -> float:
     return 2 * size**3 / (time.perf_counter() - t0) / 1e9
 
 
+# Lu et al.'s Figure-4 grid (their quick_and_easy_figure/run.py): κ, α, τ, ρ, λ and the draws per κ.
+FIG4_KAPPAS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0, 4.0, 8.0, 16.0, 32.0)
+FIG4_ALPHA, FIG4_TAU, FIG4_RHO, FIG4_RIDGE, FIG4_DRAWS = 10.0, 10.0, 0.01, 1e-6, 20
+FIG4_TOL = 1e-10  # the sweep's default
+# Reference fits timed per d unless --ref-fits says otherwise (~0.6 s each at d = 32, ~40 s at d = 64).
+FIG4_REF_FITS = {10: 240, 32: 24, 64: 3}
+
+
+def _fig4_point(dim: int, kappa: float) -> dict:
+    return {
+        "dim": dim,
+        "alpha": FIG4_ALPHA,
+        "tau": FIG4_TAU,
+        "kappa": kappa,
+        "noise_var": FIG4_RHO,
+        "ridge": FIG4_RIDGE,
+        "sampler": "wishart",
+    }
+
+
+def dense_reference_fit(dim: int, kappa: float, seed: int) -> tuple[float, float, float]:
+    """One fit the reference way: ``(e_ICL, seconds, seconds of the Gram product and Cholesky)``.
+
+    The prompts are the simulator's for this seed (same generator calls as
+    :func:`icl_book.simulate.pretrain_reduced_lsa`), so the two solve the same system.
+    """
+    t0 = time.perf_counter()
+    ell, n, k = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kappa)
+    rng = np.random.default_rng(seed)
+    pool = sample_task_pool(k, dim, rng=rng)
+    p = sample_reduced_prompts(
+        n, ell, dim, rng=rng, noise_var=FIG4_RHO, task_pool=pool, sampler="wishart"
+    )
+    t1 = time.perf_counter()
+    gamma = reference_solve(p.x_query, p.h, p.y_query, FIG4_RIDGE, block=3 * dim * dim)
+    t2 = time.perf_counter()
+    icl = gamma_errors(gamma, ell / dim, FIG4_RHO, pool).icl
+    return icl, time.perf_counter() - t0, t2 - t1
+
+
+def sgemm_gflops(size: int = 2000) -> float:
+    """One large float32 matrix product: the machine's attainable rate on this thread, now."""
+    a = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    a @ a
+    t0 = time.perf_counter()
+    a @ a
+    return 2 * size**3 / (time.perf_counter() - t0) / 1e9
+
+
+def figure4(dims, ref_fits: int | None) -> None:
+    print(
+        f"Figure-4 workload: alpha = tau = {FIG4_ALPHA:g}, rho = {FIG4_RHO}, lambda = {FIG4_RIDGE:g}, "
+        f"{len(FIG4_KAPPAS)} kappas x {FIG4_DRAWS} draws; one BLAS thread on both sides"
+    )
+    header = (
+        f"{'d':>3} {'sim s':>7} {'ref s':>8} {'ratio':>6} {'ref fits':>8} {'max|de|':>8} "
+        f"{'sim GF/s':>8} {'ref GF/s':>8} {'sgemm':>6} {'labels s/fit':>12} {'load':>5}  routes by kappa"
+    )
+    print(header)
+    seeds = list(range(FIG4_DRAWS))
+    for dim in dims:
+        with threadpool_limits(1):
+            gemm = sgemm_gflops()
+            points = [_fig4_point(dim, kappa) for kappa in FIG4_KAPPAS]
+            t0 = time.perf_counter()
+            table = sweep(points, seeds=seeds)
+            t_sim = time.perf_counter() - t0
+            # the reference on a subset of the same fits, spread over the kappas
+            n_ref = FIG4_REF_FITS.get(dim, 3) if ref_fits is None else ref_fits
+            pairs = [(k, s) for s in seeds for k in range(len(points))][:n_ref]
+            ref_times, gram_times, diffs = [], [], []
+            for k, s in pairs:
+                icl, t_fit, t_gram = dense_reference_fit(dim, FIG4_KAPPAS[k], s)
+                ref_times.append(t_fit)
+                gram_times.append(t_gram)
+                diffs.append(abs(icl / table[k].icl[s] - 1))
+            # the simulator's solve alone, and its default sampler's cost, on the first fits
+            _, n, _ = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU)
+            features = dim * (dim + 1)
+            route = _choose_solver(n, dim, FIG4_TOL)
+            sim_solve = _solve_rate(dim, route)
+            labels = [
+                _timed(
+                    simulated_errors,
+                    dim,
+                    FIG4_ALPHA,
+                    FIG4_TAU,
+                    FIG4_KAPPAS[k],
+                    FIG4_RHO,
+                    FIG4_RIDGE,
+                    rng=s,
+                )  # fmt: skip
+                for k, s in pairs[: min(len(pairs), 5)]
+            ]
+        t_ref = float(np.mean(ref_times)) * len(points) * len(seeds)
+        ref_gflops = (2 * n * features**2 + features**3 / 3) / float(np.mean(gram_times)) / 1e9
+        routes = " ".join(
+            _choose_solver(problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kap)[1], dim, FIG4_TOL)
+            for kap in FIG4_KAPPAS
+        )
+        print(
+            f"{dim:>3} {t_sim:>7.1f} {t_ref:>8.1f} {t_ref / t_sim:>5.1f}x {len(pairs):>8} "
+            f"{max(diffs):>8.1e} {sim_solve:>8.1f} {ref_gflops:>8.1f} {gemm:>6.1f} "
+            f"{float(np.mean(labels)):>12.3f} {os.getloadavg()[0]:>5.1f}  {routes}"
+        )
+
+
+def _timed(fn, *args, **kwargs) -> float:
+    t0 = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - t0
+
+
+def _solve_rate(dim: int, route: str) -> float:
+    """GFLOP/s of the simulator's solve on one Figure-4 fit (κ = 1): the route's floating-point work
+    (PCG: 4 n d(d+1) per step and per float64 residual; dense: the Gram product and Cholesky) over its time."""
+    ell, n, k = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, 1.0)
+    rng = np.random.default_rng(0)
+    pool = sample_task_pool(k, dim, rng=rng)
+    p = sample_reduced_prompts(
+        n, ell, dim, rng=rng, noise_var=FIG4_RHO, task_pool=pool, sampler="wishart"
+    )
+    features = dim * (dim + 1)
+    t0 = time.perf_counter()
+    _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, FIG4_RIDGE, solver=route)
+    elapsed = time.perf_counter() - t0
+    if route == "pcg":
+        flops = (info.iterations + 4) * 4 * n * features  # ~4 float64 residuals
+    else:
+        flops = 2 * n * features**2 + features**3 / 3
+    return flops / elapsed / 1e9
+
+
 def main(quick: bool) -> None:
     threads = os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "default"))
     print(
@@ -133,8 +289,24 @@ def main(quick: bool) -> None:
     )
 
 
+def _figure4_args(argv: list[str]) -> tuple[list[int], int | None]:
+    dims = [10, 32, 64]
+    if "--dims" in argv:
+        i = argv.index("--dims") + 1
+        dims = []
+        while i < len(argv) and argv[i].isdigit():
+            dims.append(int(argv[i]))
+            i += 1
+    ref_fits = int(argv[argv.index("--ref-fits") + 1]) if "--ref-fits" in argv else None
+    return dims, ref_fits
+
+
 if __name__ == "__main__":
     if "--big-only" in sys.argv:
         big_run()
     else:
-        main(quick="--quick" in sys.argv)
+        dims, ref_fits = _figure4_args(sys.argv)
+        figure4(dims, ref_fits)
+        if "--figure4-only" not in sys.argv:
+            print()
+            main(quick="--quick" in sys.argv)

@@ -269,7 +269,7 @@ SPECS = {
     "simulate.sample_reduced_prompts": (
         simulate.sample_reduced_prompts,
         dict(batch=3, context_len=4, dim=2),
-        dict(rng=None, noise_var=0.1, link=np.tanh, return_tasks=False),
+        dict(rng=None, noise_var=0.1, link=np.tanh, return_tasks=False, sampler="labels"),
         dict(
             batch="int",
             context_len="int",
@@ -278,6 +278,7 @@ SPECS = {
             noise_var="float",
             link="callable",
             return_tasks="flag",
+            sampler="choice",
         ),
     ),
     "simulate.simulated_errors": (
@@ -686,7 +687,7 @@ SPECS.update(
         "simulate.pretrain_reduced_lsa": (
             simulate.pretrain_reduced_lsa,
             dict(dim=3, alpha=1.0, tau=2.0, kappa=2.0, noise_var=0.1, ridge=0.1),
-            dict(link=np.tanh, rng=None, tol=1e-10, max_iter=50),
+            dict(link=np.tanh, rng=None, tol=1e-10, max_iter=50, solver="auto", sampler="labels"),
             dict(
                 dim="int",
                 alpha="float",
@@ -698,6 +699,8 @@ SPECS.update(
                 rng="rng",
                 tol="float",
                 max_iter="int?",
+                solver="choice",
+                sampler="choice",
             ),
         ),
         "simulate.solve_reduced_ridge": (
@@ -708,7 +711,7 @@ SPECS.update(
                 y_query=np.arange(4.0),
                 ridge=0.1,
             ),
-            dict(tol=1e-10, max_iter=50, preconditioning="auto"),
+            dict(tol=1e-10, max_iter=50, preconditioning="auto", solver="pcg"),
             dict(
                 x_query="array",
                 h="array",
@@ -717,6 +720,7 @@ SPECS.update(
                 tol="float",
                 max_iter="int?",
                 preconditioning="choice",
+                solver="choice",
             ),
         ),
         "simulate.sweep": (

@@ -231,3 +231,216 @@ def test_solver_falls_back_to_double_precision_when_single_stalls(monkeypatch):
     assert info.converged
     ref = _dense_solution(p, 0.0, d)
     assert np.abs(gamma - ref).max() <= 1e-8 * np.abs(ref).max()
+
+
+# --- the solver's routes and the cost model that picks one ---
+
+from icl_book.simulate import solver as solver_module  # noqa: E402
+
+
+@pytest.mark.parametrize(("n", "ridge"), [(400, 0.0), (400, 0.1), (60, 0.1)])
+def test_dense_route_matches_the_dense_reference_and_pcg(n, ridge):
+    # The same tolerance as the PCG route's test above: both routes solve one system to residual 1e-12.
+    d = 9
+    p = sample_reduced_prompts(n, 7, d, rng=np.random.default_rng(n), noise_var=0.1)
+    ref = _dense_solution(p, ridge, d)
+    dense, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, ridge, tol=1e-12, solver="dense")
+    assert info.converged and info.solver == ("dense32" if n >= d * (d + 1) else "dense64")
+    assert np.abs(dense - ref).max() <= 1e-8 * np.abs(ref).max()
+    pcg, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, ridge, tol=1e-12, solver="pcg")
+    assert info.solver == "pcg"
+    assert np.abs(dense - pcg).max() <= 1e-8 * np.abs(ref).max()
+
+
+def test_dense_route_refuses_the_ridgeless_underdetermined_problem():
+    p = sample_reduced_prompts(60, 7, 9, rng=np.random.default_rng(0), noise_var=0.1)
+    with pytest.raises(ValueError, match="solver='dense' needs n >= d"):
+        solve_reduced_ridge(p.x_query, p.h, p.y_query, 0.0, solver="dense")
+    with pytest.raises(ValueError, match="solver must be one of"):
+        solve_reduced_ridge(p.x_query, p.h, p.y_query, 0.0, solver="cholesky")
+
+
+def test_dense_route_falls_back_to_double_precision_when_single_cannot_reach_tol():
+    # Two nearly collinear features (h's last column = its first + 1e-3 noise) give the Gram matrix a
+    # condition number ~1e7: a float32 factor (ε ≈ 6e-8) is not positive definite or cannot refine to
+    # 1e-12, the float64 one can; the result is the dense reference's, itself accurate to cond·ε ≈ 1e-9.
+    d, n = 6, 400
+    p = sample_reduced_prompts(n, 6, d, rng=np.random.default_rng(3), noise_var=0.1)
+    h = p.h.copy()
+    h[:, d] = h[:, 0] + 1e-3 * np.random.default_rng(4).standard_normal(n)
+    gamma, info = solve_reduced_ridge(p.x_query, h, p.y_query, 0.0, tol=1e-12, solver="dense")
+    assert info.converged and info.solver == "dense64"
+    ref = _dense_solution(p._replace(h=h), 0.0, d)
+    assert np.abs(gamma - ref).max() <= 1e-8 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize(
+    ("dim", "expected"), [(6, "dense"), (10, "dense"), (32, "pcg"), (64, "pcg"), (200, "pcg")]
+)
+def test_auto_takes_dense_at_small_dim_and_pcg_at_large_on_the_figure4_sizes(dim, expected):
+    # α = τ = 10 (n = 10 d²): the dense Gram product 2 n d²(d+1)² outgrows ~20 PCG steps of 4 n d(d+1)
+    # (plus their per-step overhead) between d = 10 and d = 32 (measured: dense 3.7 ms vs PCG 10.6 ms at
+    # d = 10, 0.28 s vs 0.05 s at d = 32, one thread; benchmarks/bench_simulate.py prints both).
+    _, n, _ = problem_sizes(dim, 10.0, 10.0)
+    assert solver_module._choose_solver(n, dim, 1e-10) == expected
+
+
+def test_auto_never_takes_dense_below_the_threshold_or_beyond_the_memory_cap():
+    d = 10
+    assert solver_module._choose_solver(d * (d + 1) - 1, d, 1e-10) == "pcg"  # minimum-norm: CG's
+    assert solver_module._choose_solver(d * (d + 1), d, 1e-10) == "dense"  # one more step count
+    big = 120  # (d(d+1))² > DENSE_MAX_ENTRIES
+    assert (big * (big + 1)) ** 2 > solver_module.DENSE_MAX_ENTRIES
+    assert solver_module._choose_solver(10**9, big, 1e-10) == "pcg"
+
+
+def test_predicted_pcg_steps_match_the_measured_ones():
+    # The Marchenko–Pastur prediction of the preconditioned route's steps, against a run (Figure-4 sizes
+    # at d = 16, κ = 0.4): within 30 % either way.
+    d = 16
+    ell, n, k = problem_sizes(d, 10.0, 10.0, 0.4)
+    rng = np.random.default_rng(0)
+    pool = sample_task_pool(k, d, rng=rng)
+    p = sample_reduced_prompts(n, ell, d, rng=rng, noise_var=0.01, task_pool=pool)
+    _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, 1e-6, solver="pcg")
+    predicted = solver_module._pcg_steps(n, d, 1e-10)
+    assert 0.7 * info.iterations <= predicted <= 1.3 * info.iterations
+
+
+def test_the_route_is_visible_and_overridable_through_pretraining(monkeypatch):
+    seen = []
+    solve = simulate.pretrain.solve_reduced_ridge
+
+    def spy(*args, **kwargs):
+        out = solve(*args, **kwargs)
+        seen.append(out.info.solver)
+        return out
+
+    monkeypatch.setattr(simulate.pretrain, "solve_reduced_ridge", spy)
+    runs = {
+        s: pretrain_reduced_lsa(10, 10.0, 10.0, 0.4, 0.01, 1e-6, rng=1, solver=s).gamma
+        for s in ("auto", "pcg", "dense")
+    }
+    assert seen == ["dense32", "pcg", "dense32"]  # auto takes dense at d = 10, n = 10 d²
+    scale = np.abs(runs["dense"]).max()
+    assert np.abs(runs["pcg"] - runs["dense"]).max() <= 1e-8 * scale
+    np.testing.assert_array_equal(runs["auto"], runs["dense"])
+    with pytest.raises(ValueError, match="solver"):
+        pretrain_reduced_lsa(10, 1.0, 2.0, rng=1, solver="lu")
+
+
+# --- the samplers against explicit prompts: moments and a two-sample test ---
+
+
+def _explicit_and_fast(sampler, link, n, ell, d, rho, pool, seed):
+    fast = sample_reduced_prompts(
+        n, ell, d, rng=np.random.default_rng(seed), noise_var=rho, task_pool=pool, link=link,
+        sampler=sampler,
+    )  # fmt: skip
+    naive = sample_single_index_prompts(
+        n, ell, d, link, rng=np.random.default_rng(seed + 1), noise_var=rho, task_pool=pool
+    )
+    return fast, (naive.x_query, reduced_features(naive.xs, naive.ys), naive.y_query)
+
+
+def _scalar_statistics(x_query, h, y_query, u):
+    """Scalars whose laws pin down a prompt's contribution: Σy²/ℓ, the task-direction and orthogonal parts
+    of h, the query's label and prediction-like products."""
+    along = h[:, :-1] @ u
+    ortho = np.linalg.norm(h[:, :-1] - along[:, None] * u, axis=1)
+    return {
+        "sum_y2": h[:, -1],
+        "along_u": along,
+        "ortho_norm": ortho,
+        "y_query": y_query,
+        "xq_h": np.einsum("ni,ni->n", x_query, h[:, :-1]),
+        "yq_xq_u": y_query * (x_query @ u),
+    }
+
+
+def _sampler_disagreement(sampler, ell, n=20_000, seed=11):
+    """Smallest two-sample (Kolmogorov–Smirnov) p-value over the scalar statistics, and the largest
+    moment z-score, of the fast sampler against explicit prompts on one task (d = 5, ρ = 0.3)."""
+    from scipy.stats import ks_2samp
+
+    d, rho = 5, 0.3
+    pool = sample_task_pool(1, d, rng=np.random.default_rng(5)) * 0.8
+    u = pool[0] / np.linalg.norm(pool[0])
+    fast, naive = _explicit_and_fast(sampler, None, n, ell, d, rho, pool, seed)
+    a = _scalar_statistics(fast.x_query, fast.h, fast.y_query, u)
+    b = _scalar_statistics(*naive, u)
+    p_min = min(ks_2samp(a[k], b[k]).pvalue for k in a)
+    m_fast, m_naive = _moments(fast.x_query, fast.h, fast.y_query), _moments(*naive)
+    se = np.sqrt(m_fast.var(0) / n + m_naive.var(0) / n)
+    z_max = float(np.max(np.abs(m_fast.mean(0) - m_naive.mean(0)) / se))
+    return p_min, z_max
+
+
+@pytest.mark.parametrize(("sampler", "ell"), [("labels", 4), ("wishart", 4), ("wishart", 1)])
+def test_fast_samplers_match_explicit_prompts_in_distribution(sampler, ell):
+    # Six KS tests (Bonferroni: each at 1e-3) and ~300 moments (6 standard errors), fixed seeds. The
+    # attack below shows a sampler wrong by one degree of freedom failing the same check.
+    p_min, z_max = _sampler_disagreement(sampler, ell)
+    assert p_min > 1e-3 and z_max < 6, (p_min, z_max)
+
+
+def test_a_wishart_sampler_off_by_one_degree_of_freedom_is_caught(monkeypatch):
+    real = simulate.sizes._wishart_context
+
+    class OffByOne:  # χ²_ℓ where Bartlett's decomposition has χ²_{ℓ−1}
+        def __init__(self, rng):
+            self.rng = rng
+
+        def chisquare(self, df, size):
+            return self.rng.chisquare(df + 1 if df == 3 else df, size=size)
+
+        def standard_normal(self, *args, **kwargs):
+            return self.rng.standard_normal(*args, **kwargs)
+
+    monkeypatch.setattr(
+        simulate.sizes,
+        "_wishart_context",
+        lambda rng, *args: real(OffByOne(rng), *args),
+    )
+    p_min, z_max = _sampler_disagreement("wishart", 4)
+    assert p_min < 1e-3 or z_max > 6, (p_min, z_max)
+
+
+def test_wishart_sampler_refuses_a_link_and_an_unknown_name():
+    with pytest.raises(ValueError, match="sampler='wishart'"):
+        sample_reduced_prompts(10, 4, 3, rng=0, link=np.tanh, sampler="wishart")
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        sample_reduced_prompts(10, 4, 3, rng=0, sampler="bartlett")
+
+
+def test_every_stored_simulation_stays_on_the_route_it_was_computed_with():
+    """The stored tables and the explorer's data were computed by PCG; the two routes agree to ~1e-9, not
+    bitwise, so a cost-model change that moved one of their points to the dense route would shift stored
+    numbers by as much as their tolerances. Every such point must still take PCG under ``"auto"``."""
+    from booktools import explorer_data, tables
+
+    points = [p for make in tables.TABLES.values() for _, p in make().points]
+    points += [
+        explorer_data._point(spec, tau)
+        for spec in explorer_data.SIMULATIONS
+        for tau in spec["taus"]
+    ]
+    assert len(points) > 20
+    for p in points:
+        _, n, _ = problem_sizes(p["dim"], p["alpha"], p["tau"], p.get("kappa", np.inf))
+        assert solver_module._choose_solver(n, p["dim"], p.get("tol", 1e-10)) == "pcg", p
+
+
+def test_sweep_points_choose_solver_and_sampler_by_name():
+    base = {"dim": 8, "alpha": 2.0, "tau": 3.0, "kappa": 1.0, "noise_var": 0.1, "ridge": 1e-3}
+    rows = {s: simulate.sweep([base | {"solver": s}], seeds=[0, 1])[0] for s in ("pcg", "dense")}
+    np.testing.assert_allclose(rows["pcg"].icl, rows["dense"].icl, rtol=1e-8)
+    np.testing.assert_allclose(rows["pcg"].idg, rows["dense"].idg, rtol=1e-8)
+    wishart = simulate.sweep([base | {"sampler": "wishart"}], seeds=[0])[0]
+    with simulate._SingleBlasThread():  # as every sweep task
+        direct = simulated_errors(8, 2.0, 3.0, 1.0, 0.1, 1e-3, rng=0, sampler="wishart")
+    assert wishart.icl[0] == pytest.approx(direct.icl, rel=1e-12)
+    with pytest.raises(ValueError, match=r"points\[0\]\['solver'\]"):
+        simulate.sweep([base | {"solver": "lu"}], seeds=[0])
+    with pytest.raises(ValueError, match=r"points\[0\]\['sampler'\]"):
+        simulate.sweep([base | {"sampler": "wishart", "link": "tanh"}], seeds=[0])

@@ -12,17 +12,20 @@ normal equations: ``O(n d⁴)`` time and ``O(d⁴)`` memory. This module does th
    ``Σ y_i x_i = u Σ y_i s_i + v^⊥`` where, given the labels, ``v^⊥ = Σ y_i x_i^⊥ ~ N(0, (Σ y_i²/d) P_u^⊥)``.
    So ``ℓ`` scalars and one ``d``-vector per prompt reproduce the *exact* joint law of ``(x_q, h, y_q)``:
    ``O(ℓ + d)`` work instead of ``O(ℓ d)``, for any link ``f``.
+   For the linear teacher, ``sampler="wishart"`` draws the context's sums themselves in ``O(1)`` (the 2×2
+   Gram of its standardised pre-activations and noises is Wishart), ``O(d)`` per prompt.
 2. **A matrix-free solver** (:func:`solve_reduced_ridge`): the normal-equation operator is
    ``Γ ↦ Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ``, i.e. ``Σ_μ (x_μ x_μᵀ) ⊗ (h_μ h_μᵀ)`` in Kronecker form, applied in
    ``O(n d²)`` by two matrix products streamed over row blocks, inside conjugate gradients. Only ``X_q (n, d)``,
-   ``H (n, d+1)`` and ``y (n,)`` are stored: memory ``O(n d)``.
+   ``H (n, d+1)`` and ``y (n,)`` are stored: memory ``O(n d)``. At small ``d`` the dense Gram matrix and
+   Cholesky are cheaper; ``solver="auto"`` (the simulator's default) picks by a cost model of the sizes.
 
 Objective: ``Σ_μ (y_μ − ⟨Γ, H_μ⟩)² + (n/d) λ ‖Γ‖_F²``; at ``λ = 0`` the minimum-norm least-squares solution.
 
 The package is split by job; every public name is imported here and documented as ``icl_book.simulate.X``:
 
 - :mod:`icl_book.simulate.sizes` -- problem sizes and the exact-in-distribution sampler of the reduced prompts.
-- :mod:`icl_book.simulate.solver` -- the matrix-free, mixed-precision conjugate-gradient ridge solver.
+- :mod:`icl_book.simulate.solver` -- the ridge solver: matrix-free mixed-precision PCG or a dense Gram, by cost.
 - :mod:`icl_book.simulate.pretrain` -- pretraining the reduced model and the errors of what it learns.
 - :mod:`icl_book.simulate.sweeps` -- the sweep engine: many ``(point, seed)`` runs through any executor.
 """

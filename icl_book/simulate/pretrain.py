@@ -58,6 +58,8 @@ def pretrain_reduced_lsa(
     rng: np.random.Generator,
     tol: float = 1e-10,
     max_iter: int | None = None,
+    solver: str = "auto",
+    sampler: str = "labels",
 ) -> PretrainedLSA:
     """Pretrain the reduced linear attention ``ŷ = ⟨Γ, H_Z⟩`` by ridge regression (fast and exact).
 
@@ -82,6 +84,11 @@ def pretrain_reduced_lsa(
         The only source of randomness.
     tol, max_iter
         Passed to :func:`solve_reduced_ridge`.
+    solver
+        ``"auto"`` (the cost model of :func:`solve_reduced_ridge` picks matrix-free PCG or the dense Gram
+        matrix from the sizes), ``"pcg"`` or ``"dense"``.
+    sampler
+        ``"labels"`` or ``"wishart"`` (linear teacher, ``O(d)`` per prompt): :func:`sample_reduced_prompts`.
 
     Returns
     -------
@@ -106,10 +113,16 @@ def pretrain_reduced_lsa(
     ridge = nonnegative_float("ridge", ridge)
     pool = None if k is None else sample_task_pool(k, dim, rng=rng)
     prompts = sample_reduced_prompts(
-        n, ell, dim, rng=rng, noise_var=noise_var, task_pool=pool, link=link
+        n, ell, dim, rng=rng, noise_var=noise_var, task_pool=pool, link=link, sampler=sampler
     )
     gamma, _ = solve_reduced_ridge(
-        prompts.x_query, prompts.h, prompts.y_query, ridge, tol=tol, max_iter=max_iter
+        prompts.x_query,
+        prompts.h,
+        prompts.y_query,
+        ridge,
+        tol=tol,
+        max_iter=max_iter,
+        solver=solver,
     )
     return PretrainedLSA(gamma, pool)
 
@@ -144,15 +157,28 @@ def simulated_errors(
     rng: np.random.Generator,
     tol: float = 1e-10,
     max_iter: int | None = None,
+    solver: str = "auto",
+    sampler: str = "labels",
 ) -> SimulatedErrors:
     """Pretrain with :func:`pretrain_reduced_lsa` and return the exact ``(e_ICL, e_IDG)`` of the learned ``Γ``.
 
     The errors are exact expectations over test prompts (no Monte-Carlo noise), so the only randomness is that
-    of pretraining. ``idg`` is ``nan`` when ``κ = ∞`` (there is no finite pool to test on). ``tol`` and
-    ``max_iter`` go to :func:`solve_reduced_ridge` (``tol = 1e-6`` already fixes the errors to ~1e-6).
+    of pretraining. ``idg`` is ``nan`` when ``κ = ∞`` (there is no finite pool to test on). ``tol``,
+    ``max_iter``, ``solver`` and ``sampler`` go to :func:`pretrain_reduced_lsa` (``tol = 1e-6`` already fixes
+    the errors to ~1e-6).
     """
     gamma, pool = pretrain_reduced_lsa(
-        dim, alpha, tau, kappa, noise_var, ridge, rng=rng, tol=tol, max_iter=max_iter
+        dim,
+        alpha,
+        tau,
+        kappa,
+        noise_var,
+        ridge,
+        rng=rng,
+        tol=tol,
+        max_iter=max_iter,
+        solver=solver,
+        sampler=sampler,
     )
     ell, _, _ = problem_sizes(dim, alpha, tau, kappa)
     return gamma_errors(gamma, ell / dim, noise_var, pool)

@@ -19,6 +19,7 @@ from .._compat import NOISE_VAR, renamed
 from .._validate import (
     as_array,
     callable_output,
+    choice,
     flag,
     generator,
     nonnegative_float,
@@ -137,6 +138,21 @@ def _apply_link(link, z):
     return out
 
 
+def _wishart_context(rng, b: int, ell: int, dim: int, norm, sd_noise: float):
+    """``(Σ y_i s_i, Σ y_i²)`` of ``b`` linear-teacher contexts in ``O(1)`` each, exactly in law.
+
+    With ``z_i = √d s_i`` and ``ε_i`` i.i.d. standard normal, ``y_i = (‖w‖/√d) z_i + σ ε_i``, so both sums are
+    linear in ``A = Σ z_i², B = Σ z_i ε_i, C = Σ ε_i²``, and ``[[A, B], [B, C]] ~ Wishart₂(ℓ, I)``. Bartlett:
+    ``A = c₁², B = c₁ m, C = m² + c₂²`` with ``c₁² ~ χ²_ℓ``, ``c₂² ~ χ²_{ℓ−1}``, ``m ~ N(0, 1)``, independent.
+    """
+    c1 = np.sqrt(rng.chisquare(ell, size=b))
+    m = rng.standard_normal(b)
+    c2 = rng.chisquare(ell - 1, size=b) if ell > 1 else np.zeros(b)  # χ²₀ = 0
+    # Σ y z = c₁ (‖w‖ c₁/√d + σ m) and Σ y² = (‖w‖ c₁/√d + σ m)² + σ² c₂²: sums of squares, never negative
+    t = norm / math.sqrt(dim) * c1 + sd_noise * m
+    return c1 * t / math.sqrt(dim), t * t + sd_noise**2 * c2
+
+
 @renamed(n_prompts="batch", rho="noise_var")
 @one_blas_thread
 def sample_reduced_prompts(
@@ -149,6 +165,7 @@ def sample_reduced_prompts(
     task_pool: np.ndarray | None = None,
     link: Callable[[np.ndarray], np.ndarray] | None = None,
     return_tasks: bool = False,
+    sampler: str = "labels",
 ) -> ReducedPrompts:
     """Draw ``(x_q, h, y_q)`` of ``n`` prompts exactly in law, in ``O(ℓ + d)`` per prompt (module docstring).
 
@@ -172,6 +189,13 @@ def sample_reduced_prompts(
         Vectorised ``f: R -> R``; ``None`` is the linear teacher ``f(z) = z``.
     return_tasks
         Also return the ``(n, d)`` task of every prompt.
+    sampler
+        How the context's statistics ``Σ y_i s_i`` and ``Σ y_i²`` are drawn, both exactly in law:
+        ``"labels"`` draws the ``ℓ`` pre-activations and labels (``O(ℓ + d)`` per prompt, any link; the
+        draws behind the book's stored results); ``"wishart"`` (linear teacher only, ``link=None``) draws
+        the 2×2 Gram matrix of the standardised pre-activations ``z`` and noises ``ε`` of the context,
+        ``[[Σz², Σzε], [Σzε, Σε²]] ~ Wishart₂(ℓ, I)``, by Bartlett's decomposition (two chi-square draws and
+        one normal): ``O(d)`` per prompt, whatever ``ℓ``. The two give different draws from one seed.
     """
     rng = generator(rng)
     dim = positive_int("dim", dim)
@@ -184,6 +208,12 @@ def sample_reduced_prompts(
     return_tasks = flag("return_tasks", return_tasks)
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")
+    sampler = choice("sampler", sampler, ("labels", "wishart"))
+    if sampler == "wishart" and link is not None:
+        raise ValueError(
+            "sampler='wishart' draws the linear teacher's context statistics and needs link=None; "
+            "use sampler='labels' for a link"
+        )
     if task_pool is not None:
         pool, pool_norms = task_vectors("task_pool", task_pool, dim)
     sd_noise = math.sqrt(noise_var)
@@ -201,14 +231,18 @@ def sample_reduced_prompts(
             idx = rng.integers(0, pool.shape[0], size=b)
             w, norm = pool[idx], pool_norms[idx]
         u = w / norm[:, None]
-        # Context: only the projections s_i = u·x_i ~ N(0, 1/d) are needed; x_i·w = ‖w‖ s_i.
-        s = rng.standard_normal((b, ell)) / math.sqrt(dim)
-        y = _apply_link(link, norm[:, None] * s) + sd_noise * rng.standard_normal((b, ell))
-        sum_y2 = np.einsum("bl,bl->b", y, y)
+        if sampler == "labels":
+            # Context: only the projections s_i = u·x_i ~ N(0, 1/d) are needed; x_i·w = ‖w‖ s_i.
+            s = rng.standard_normal((b, ell)) / math.sqrt(dim)
+            y = _apply_link(link, norm[:, None] * s) + sd_noise * rng.standard_normal((b, ell))
+            sum_y2 = np.einsum("bl,bl->b", y, y)
+            sum_ys = np.einsum("bl,bl->b", y, s)
+        else:
+            sum_ys, sum_y2 = _wishart_context(rng, b, ell, dim, norm, sd_noise)
         # v⊥ = Σ y_i x_i⊥ given the labels: N(0, (Σ y_i² / d) P⊥_u).
         g = rng.standard_normal((b, dim))
         g -= u * np.einsum("bd,bd->b", g, u)[:, None]
-        sum_yx = u * np.einsum("bl,bl->b", y, s)[:, None] + np.sqrt(sum_y2 / dim)[:, None] * g
+        sum_yx = u * sum_ys[:, None] + np.sqrt(sum_y2 / dim)[:, None] * g
         h[rows, :dim] = sum_yx * (dim / ell)
         h[rows, dim] = sum_y2 / ell
         xq = rng.standard_normal((b, dim)) / math.sqrt(dim)

@@ -1,16 +1,26 @@
-"""The matrix-free, mixed-precision conjugate-gradient ridge solver of the reduced regression (chapter 3).
+"""The ridge solver of the reduced regression (chapter 3): matrix-free PCG or a dense Gram, by a cost model.
 
-The normal-equation operator ``Γ ↦ Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ`` is applied in ``O(n d²)`` by two matrix products
-streamed over row blocks, inside preconditioned conjugate gradients with float32 products and float64 iterative
-refinement (:func:`~icl_book.simulate.solve_reduced_ridge`): memory ``O(n d)``, never a ``d(d+1)``-square matrix.
+Two routes solve the same normal equations (:func:`~icl_book.simulate.solve_reduced_ridge`):
+
+- ``"pcg"``: the operator ``Γ ↦ Σ_μ x_μ (x_μᵀ Γ h_μ) h_μᵀ`` is applied in ``O(n d²)`` by two matrix products
+  streamed over row blocks, inside preconditioned conjugate gradients with float32 products and float64
+  iterative refinement: memory ``O(n d)``, never a ``d(d+1)``-square matrix.
+- ``"dense"``: the ``d(d+1)``-square Gram matrix of the explicit features, formed by one matrix product per row
+  block (float32, or float64 when single precision cannot reach the tolerance), factored by Cholesky and
+  refined against the float64 operator: ``O(n d⁴ + d⁶)`` time, ``O(d⁴)`` memory, no iteration count to pay.
+
+``solver="auto"`` takes the cheaper by the cost model of ``_choose_solver``, a function of the sizes only (never
+of a timing), so that a sweep's table is the same on every executor.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 
 from .._blas import one_blas_thread
 from .._validate import (
@@ -27,15 +37,37 @@ MATVEC_BLOCK = 16384
 #: Relative accuracy of each single-precision CG round in :func:`solve_reduced_ridge` (float32 products are
 #: accurate to ~1e-7 relative, times the condition number, so a round cannot reliably go much further).
 REFINE_TOL = 1e-4
+#: Entries of a dense Gram matrix the ``"auto"`` route may allocate (``d(d+1)`` squared; 2**27 is 512 MiB in
+#: float32, reached at d = 107): beyond it only ``solver="dense"`` asked by name builds one.
+DENSE_MAX_ENTRIES = 2**27
+
+# The cost model of _choose_solver, in seconds on one core of the book's machines (measured with one BLAS
+# thread: a float32 Gram product at ~80 GFLOP/s, float64 at ~40, the two skinny products of one operator
+# application at ~20 GFLOP/s in float32 and ~12 in float64, and ~60 µs of NumPy overhead per CG step).
+# Only their ratios decide; a machine twice as fast in every kernel makes the same choices.
+_GEMM32_FLOPS = 80e9
+_GEMM64_FLOPS = 40e9
+_SKINNY32_FLOPS = 20e9
+_SKINNY64_FLOPS = 12e9
+_STEP_OVERHEAD_S = 60e-6
+# Refinement rounds the dense route needs (float32 factor, residuals in float64), and the float64 operator
+# applications the PCG route spends on refinement residuals, at the default tolerance.
+_DENSE_ROUNDS = 3
+_PCG_RESIDUALS = 4
 
 
 class SolveInfo(NamedTuple):
-    """Diagnostics of :func:`solve_reduced_ridge`: CG iterations, final relative residual, convergence flag."""
+    """Diagnostics of :func:`solve_reduced_ridge`: steps, final relative residual, convergence, route.
+
+    ``iterations`` counts CG steps over all refinement rounds (``"pcg"``) or refinement solves with the
+    Cholesky factor (``"dense32"``, ``"dense64"``); ``solver`` is the route that produced ``gamma``.
+    """
 
     iterations: int
     residual: float
     converged: bool
     preconditioned: bool
+    solver: str = "pcg"
 
 
 class RidgeSolution(NamedTuple):
@@ -95,6 +127,104 @@ def _pcg(apply, precond, rhs, tol: float, max_iter: int) -> tuple[np.ndarray, in
     return gamma, it
 
 
+def _pcg_steps(n: int, d: int, tol: float) -> int:
+    """CG steps the preconditioned route needs to reach ``tol``, predicted from the spectrum.
+
+    The Kronecker preconditioner is the Gram operator's expectation (``x_q`` is independent of ``h``), so the
+    preconditioned operator is a sample covariance of ``n`` features in ``p = d(d+1)`` dimensions around the
+    identity: a Marchenko–Pastur spectrum of ratio ``γ = p/n``, on which CG contracts the error by ``√γ`` per
+    step. Measured on the Figure-4 workload (α = τ = 10): 21 steps predicted 20 at d = 32, 20 at d = 64.
+    """
+    ratio = d * (d + 1) / n
+    if ratio >= 1:
+        return 10**9  # no contraction: at or below the interpolation threshold
+    return max(1, math.ceil(math.log(tol / 2) / math.log(math.sqrt(ratio))))
+
+
+def _solver_costs(n: int, d: int, tol: float) -> dict[str, float]:
+    """Predicted seconds of each route at these sizes (module constants; see :func:`_choose_solver`)."""
+    p = d * (d + 1)
+    apply_flops = 4 * n * p  # the two skinny products of one operator application
+    pcg = (
+        _pcg_steps(n, d, tol) * (apply_flops / _SKINNY32_FLOPS + _STEP_OVERHEAD_S)
+        + _PCG_RESIDUALS * apply_flops / _SKINNY64_FLOPS
+        + 2 * n * (d * d + p) / _SKINNY64_FLOPS  # the preconditioner's two covariances
+    )
+    dense = (
+        2 * n * p * p / _GEMM32_FLOPS  # the Gram matrix, one product per row block
+        + p**3 / 3 / _GEMM32_FLOPS  # Cholesky
+        + _DENSE_ROUNDS * (apply_flops / _SKINNY64_FLOPS + 2 * p * p / _SKINNY32_FLOPS)
+    )
+    return {"pcg": pcg, "dense": dense}
+
+
+def _choose_solver(n: int, d: int, tol: float) -> str:
+    """The route ``solver="auto"`` takes: ``"dense"`` or ``"pcg"``, from the sizes alone (deterministic).
+
+    ``"pcg"`` whenever ``n < d(d+1)`` (the ridgeless minimum-norm solution is CG's from ``Γ = 0``; with a ridge
+    the Gram matrix is singular up to ``λ/d`` and single precision cannot factor it) or the Gram matrix would
+    exceed :data:`DENSE_MAX_ENTRIES`; otherwise the cheaper of the two by :func:`_solver_costs`.
+    """
+    p = d * (d + 1)
+    if n < p or p * p > DENSE_MAX_ENTRIES:
+        return "pcg"
+    costs = _solver_costs(n, d, tol)
+    return "dense" if costs["dense"] < costs["pcg"] else "pcg"
+
+
+def _dense_gram(x_query, h, n: int, shift: float, dtype):
+    """Upper Cholesky factor of ``ΦᵀΦ/n + shift·I`` with ``Φ = [vec(x_μ h_μᵀ)]`` built block by block in
+    ``dtype`` (one matrix product per block); ``None`` when it is not numerically positive definite."""
+    d = x_query.shape[1]
+    p = d * (d + 1)
+    gram = np.zeros((p, p), dtype)
+    rows = max(1, 2**22 // p)  # blocks of ~4M feature entries
+    for start in range(0, n, rows):
+        xb = x_query[start : start + rows].astype(dtype, copy=False)
+        hb = h[start : start + rows].astype(dtype, copy=False)
+        phi = (xb[:, :, None] * hb[:, None, :]).reshape(len(xb), p)
+        gram += phi.T @ phi
+    gram /= n
+    gram[np.diag_indices(p)] += shift
+    try:
+        return scipy.linalg.cho_factor(gram, lower=False, overwrite_a=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _solve_dense(x_query, h, rhs, apply, n, shift, tol, max_rounds, single):
+    """Cholesky of the dense Gram matrix, then iterative refinement against the float64 operator ``apply``.
+
+    Returns ``(Γ, rounds, residual, route)``. A float32 factor that is not positive definite, or whose
+    refinement fails to halve the residual, is replaced by a float64 one (the route then says so).
+    """
+    d = x_query.shape[1]
+    rhs_norm = float(np.linalg.norm(rhs))
+    for dtype, route in ((np.float32, "dense32"), (np.float64, "dense64")):
+        if dtype is np.float32 and not single:
+            continue
+        factor = _dense_gram(x_query, h, n, shift, dtype)
+        if factor is None:
+            continue
+        gamma = np.zeros((d, d + 1))
+        r, res, rounds = rhs, 1.0, 0
+        while rounds < max_rounds and res > tol:
+            delta = scipy.linalg.cho_solve(factor, r.ravel().astype(dtype), check_finite=False)
+            gamma += delta.reshape(d, d + 1)
+            rounds += 1
+            r = rhs - apply(gamma)
+            new_res = float(np.linalg.norm(r)) / rhs_norm
+            if new_res > 0.5 * res:
+                break  # this factor cannot improve on Γ
+            res = new_res
+        if res <= tol or dtype is np.float64:
+            return gamma, rounds, res, route
+    raise np.linalg.LinAlgError(
+        "the dense Gram matrix is not positive definite in float64 (ridgeless and rank-deficient?); "
+        "use solver='pcg'"
+    )
+
+
 @one_blas_thread
 def solve_reduced_ridge(
     x_query,
@@ -105,11 +235,27 @@ def solve_reduced_ridge(
     tol: float = 1e-10,
     max_iter: int | None = None,
     preconditioning: str = "auto",
+    solver: str = "pcg",
 ) -> RidgeSolution:
-    """Minimise ``Σ_μ (y_μ − x_μᵀ Γ h_μ)² + (n/d) λ ‖Γ‖_F²`` over ``Γ ∈ R^{d×(d+1)}``, matrix-free.
+    """Minimise ``Σ_μ (y_μ − x_μᵀ Γ h_μ)² + (n/d) λ ‖Γ‖_F²`` over ``Γ ∈ R^{d×(d+1)}``.
 
-    Conjugate gradients on the normal equations ``(1/n) Σ_μ x_μ x_μᵀ Γ h_μ h_μᵀ + (λ/d) Γ = (1/n) Σ_μ y_μ x_μ h_μᵀ``;
-    each iteration costs ``O(n d²)`` and memory stays ``O(n d)``.
+    The normal equations ``(1/n) Σ_μ x_μ x_μᵀ Γ h_μ h_μᵀ + (λ/d) Γ = (1/n) Σ_μ y_μ x_μ h_μᵀ`` are solved by one
+    of two routes (``solver``; the one taken is ``info.solver``):
+
+    - ``"pcg"`` (the default here), **matrix-free conjugate gradients**: each iteration costs ``O(n d²)``
+      and memory stays ``O(n d)``.
+    - ``"dense"``: the ``d(d+1)``-square Gram matrix of the explicit features by one matrix product per row
+      block, in float32, factored by Cholesky; iterative refinement (residuals of the float64 operator)
+      reaches ``tol``. A float32 factor that fails (not positive definite, or refinement that stalls) is
+      replaced by a float64 one: ``info.solver`` is ``"dense32"`` or ``"dense64"``. Needs
+      ``n >= d(d+1)`` or ``λ > 0`` (a ridgeless underdetermined problem has no unique solution).
+    - ``"auto"``: the cheaper of the two by a cost model of the sizes ``(n, d, tol)`` alone, so the same
+      problem always takes the same route (``icl_book.simulate.pretrain_reduced_lsa`` uses it). PCG's steps
+      are predicted from the spectrum (about ``log(tol)/log √(d(d+1)/n)``), the dense route's cost is its
+      product ``2 n d²(d+1)²``; dense wins at small ``d`` (d = 10 at ``n = 10 d²``), PCG from d ≈ 20 on.
+      Below ``n = d(d+1)``, or when the Gram matrix would exceed ``DENSE_MAX_ENTRIES``, it is always PCG.
+
+    Inside the PCG route:
 
     - **Mixed-precision refinement.** The two matrix products of each CG step are done in float32 (twice as
       fast), and the result is made float64-accurate by iterative refinement: CG in float32 solves
@@ -140,17 +286,21 @@ def solve_reduced_ridge(
     tol
         Stop when ``‖b − AΓ‖ <= tol · ‖b‖`` (residual of the normal equations, computed in float64).
     max_iter
-        Cap on the total number of CG iterations (``None``: ``max(1000, 2d)``).
+        Cap on the total number of CG iterations, or of refinement solves on the dense route (``None``:
+        ``max(1000, 2d)``).
     preconditioning
         ``"auto"`` or ``"none"``: whether a preconditioner may be used (a matrix called
         ``preconditioner`` elsewhere in the package, e.g. :func:`icl_book.estimators.one_step_gd_predict`).
+    solver
+        ``"pcg"``, ``"dense"`` or ``"auto"`` (above).
 
     Returns
     -------
     gamma : numpy.ndarray
         ``(d, d+1)``.
     info : SolveInfo
-        ``iterations`` counts CG steps over all refinement rounds; ``residual`` is the final float64 one.
+        ``iterations`` counts CG steps over all refinement rounds (refinement solves on the dense route);
+        ``residual`` is the final float64 one; ``solver`` the route taken.
     """
     x_query = as_array("x_query", x_query, 2)
     h = as_array("h", h, 2)
@@ -167,11 +317,44 @@ def solve_reduced_ridge(
     tol = positive_float("tol", tol)
     max_iter = max(1000, 2 * d) if max_iter is None else positive_int("max_iter", max_iter)
     preconditioning = choice("preconditioning", preconditioning, ("auto", "none"))
+    solver = choice("solver", solver, ("auto", "pcg", "dense"))
+    if solver == "auto":
+        solver = _choose_solver(n, d, tol)
+    if solver == "dense" and n < d * (d + 1) and ridge == 0:
+        raise ValueError(
+            f"solver='dense' needs n >= d(d+1) = {d * (d + 1)} or ridge > 0 (got n = {n}, ridge = 0: "
+            "the minimum-norm interpolator is solver='pcg''s)"
+        )
     shift = ridge / d  # (n/d) λ divided by n
 
     def apply(gamma):
         return _gram_apply(x_query, h, gamma) / n + shift * gamma
 
+    rhs = _cross_apply(x_query, h, y_query) / n
+    if float(np.linalg.norm(rhs)) == 0:
+        precond = solver == "pcg" and preconditioning == "auto" and n >= d * (d + 1)
+        return RidgeSolution(np.zeros((d, d + 1)), SolveInfo(0, 0.0, True, precond, solver))
+    if solver == "dense":
+        gamma, rounds, res, route = _solve_dense(
+            x_query, h, rhs, apply, n, shift, tol, max_iter, single=n >= d * (d + 1)
+        )
+        info = SolveInfo(rounds, res, res <= tol, False, route)
+    else:
+        gamma, info = _solve_pcg(x_query, h, rhs, apply, n, shift, tol, max_iter, preconditioning)
+    if not info.converged:
+        warnings.warn(
+            f"{info.solver} stopped at max_iter={max_iter} with relative residual {info.residual:.1e} > "
+            f"tol={tol:g} (ill-conditioned ridgeless problem near n = d(d+1)?); the returned Γ is "
+            "early-stopped",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return RidgeSolution(gamma, info)
+
+
+def _solve_pcg(x_query, h, rhs, apply, n, shift, tol, max_iter, preconditioning):
+    """The PCG route of :func:`solve_reduced_ridge` (its docstring); returns ``(Γ, SolveInfo)``."""
+    d = x_query.shape[1]
     # Single precision only where the solution is unique: below n = d(d+1), float32 rounding of the products
     # leaks ~1e-7 into the null space of the features, which CG never removes (the minimum-norm property).
     single = n >= d * (d + 1)
@@ -183,7 +366,6 @@ def solve_reduced_ridge(
             _gram_apply(x32, h32, gamma.astype(np.float32)).astype(np.float64) / n + shift * gamma
         )
 
-    rhs = _cross_apply(x_query, h, y_query) / n
     use_precond = preconditioning == "auto" and n >= d * (d + 1)
     if use_precond:
         ex, ux = np.linalg.eigh(x_query.T @ x_query / n)
@@ -201,8 +383,6 @@ def solve_reduced_ridge(
 
     gamma = np.zeros((d, d + 1))
     rhs_norm = float(np.linalg.norm(rhs))
-    if rhs_norm == 0:
-        return RidgeSolution(gamma, SolveInfo(0, 0.0, True, use_precond))
     r, res, it = rhs, 1.0, 0
     while it < max_iter and res > tol:
         inner_tol = max(REFINE_TOL, tol / res) if single else tol / res
@@ -214,12 +394,4 @@ def solve_reduced_ridge(
         if single and new_res > 0.5 * res:
             single = False  # single precision no longer helps: finish in float64
         res = new_res
-    converged = res <= tol
-    if not converged:
-        warnings.warn(
-            f"conjugate gradients stopped at max_iter={max_iter} with relative residual {res:.1e} > tol={tol:g} "
-            "(ill-conditioned ridgeless problem near n = d(d+1)?); the returned Γ is early-stopped",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    return RidgeSolution(gamma, SolveInfo(it, res, converged, use_precond))
+    return gamma, SolveInfo(it, res, res <= tol, use_precond, "pcg")

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas import OneBlasThread
-from .._validate import nonnegative_float, nonnegative_int, positive_float, positive_int
+from .._validate import choice, nonnegative_float, nonnegative_int, positive_float, positive_int
 from ..hermite import get_link
 from ..stats import mean_sem
 from ..theory import _teacher, nonlinear_error_of_gamma
@@ -23,7 +23,10 @@ from .sizes import problem_sizes
 
 #: Keys a sweep point may carry — the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
 #: are required).
-SWEEP_KEYS = ("dim", "alpha", "tau", "kappa", "noise_var", "ridge", "link", "tol", "max_iter")
+SWEEP_KEYS = (
+    *("dim", "alpha", "tau", "kappa", "noise_var", "ridge", "link"),
+    *("tol", "max_iter", "solver", "sampler"),
+)
 _SWEEP_REQUIRED = ("dim", "alpha", "tau")
 
 
@@ -90,6 +93,12 @@ def _sweep_point(index: int, point) -> dict:
         if point.get("max_iter") is None
         else positive_int(f"{where}['max_iter']", point["max_iter"]),
     }
+    p["solver"] = choice(
+        f"{where}['solver']", point.get("solver", "auto"), ("auto", "pcg", "dense")
+    )
+    p["sampler"] = choice(
+        f"{where}['sampler']", point.get("sampler", "labels"), ("labels", "wishart")
+    )
     kappa = point.get("kappa", np.inf)
     if isinstance(kappa, (bool, np.bool_, str)) or not isinstance(kappa, (int, float, np.number)):
         raise TypeError(f"{where}['kappa'] must be a number > 0 or np.inf, got {kappa!r}")
@@ -108,6 +117,10 @@ def _sweep_point(index: int, point) -> dict:
             f"{where}['link'] must be None, a registered link name or a callable, got {type(link).__name__}"
         )
     p["link"] = link
+    if p["sampler"] == "wishart" and link is not None:
+        raise ValueError(
+            f"{where}['sampler'] = 'wishart' is for the linear teacher; drop 'link' or use 'labels'"
+        )
     problem_sizes(p["dim"], p["alpha"], p["tau"], kappa)  # sizes that round to 0 raise here
     return p
 
@@ -139,6 +152,8 @@ def _sweep_task(point: dict, seed: int | tuple[int, ...]) -> tuple[float, float]
             rng=np.random.default_rng(seed),
             tol=point["tol"],
             max_iter=point["max_iter"],
+            solver=point["solver"],
+            sampler=point["sampler"],
         )
         ell, _, _ = problem_sizes(point["dim"], point["alpha"], point["tau"], point["kappa"])
         if link is None:
@@ -177,7 +192,8 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
         A list of mappings with keys from :data:`SWEEP_KEYS`: ``dim``, ``alpha``, ``tau`` (required), ``kappa``
         (default ``np.inf``), ``noise_var``, ``ridge`` (default 0), ``link`` (``None`` = linear teacher, a name in
         :data:`icl_book.hermite.LINKS`, or a callable; process and cluster executors need it picklable, so prefer
-        names), ``tol``, ``max_iter`` (passed to :func:`solve_reduced_ridge`).
+        names), ``tol``, ``max_iter``, ``solver`` (default ``"auto"``) and ``sampler`` (default ``"labels"``),
+        passed to :func:`pretrain_reduced_lsa`.
     seeds
         A non-empty list of distinct seeds: non-negative integers, or tuples of them (the entropy of a
         :class:`numpy.random.SeedSequence`, e.g. ``(2026, point, seed)`` for streams keyed by more than one
