@@ -94,9 +94,15 @@ def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 
     """
     noise_var = nonnegative_float("noise_var", noise_var)
     prior_var = positive_float("prior_var", prior_var)
-    if noise_var == 0:
+    ridge = noise_var / prior_var
+    if ridge == 0:  # noise_var = 0, or a ratio below the smallest double: the interpolant
         return ols_predict(xs, ys, x_query)
-    return ridge_predict(xs, ys, x_query, noise_var / prior_var)
+    if not np.isfinite(ridge):
+        raise ValueError(
+            f"noise_var / prior_var must be a finite ridge, got {noise_var:g} / {prior_var:g} "
+            "(beyond float64): rescale both"
+        )
+    return ridge_predict(xs, ys, x_query, ridge)
 
 
 class BayesPrediction(NamedTuple):
@@ -141,12 +147,13 @@ def bayes_quadratic_predict(xs, ys, x_query, noise_var: float) -> BayesPredictio
     q_ctx = feature_map(xs, 2, kind="monomial")[..., d:]  # (B, N, F): degree-2 part only
     q_query = feature_map(x_query, 2, kind="monomial")[..., d:]  # (B, F)
     f = q_ctx.shape[-1]
-    precision = np.swapaxes(q_ctx, 1, 2) @ q_ctx / noise_var + np.eye(f) / prior_var
-    chol = np.linalg.cholesky(precision)  # (B, F, F); precision is positive definite
-    rhs = np.stack([np.einsum("bnf,bn->bf", q_ctx, ys) / noise_var, q_query], axis=-1)
+    # σ² × the posterior precision, QᵀQ + (σ²/c²) I: no 1/σ² to overflow when σ² is tiny.
+    scaled = np.swapaxes(q_ctx, 1, 2) @ q_ctx + (noise_var / prior_var) * np.eye(f)
+    chol = np.linalg.cholesky(scaled)  # (B, F, F); positive definite
+    rhs = np.stack([np.einsum("bnf,bn->bf", q_ctx, ys), q_query], axis=-1)
     sol = np.linalg.solve(np.swapaxes(chol, 1, 2), np.linalg.solve(chol, rhs))
     mean = np.einsum("bf,bf->b", q_query, sol[..., 0])
-    var = np.einsum("bf,bf->b", q_query, sol[..., 1])
+    var = noise_var * np.einsum("bf,bf->b", q_query, sol[..., 1])
     return BayesPrediction(mean, var)
 
 
@@ -582,9 +589,14 @@ def fit_mixed_preconditioner(batches, feature_map, *, ridge: float = 1e-8) -> np
         targets.append(y_query)
     design, target = np.concatenate(designs), np.concatenate(targets)
     p2 = design.shape[1]
-    normal = design.T @ design
-    normal += ridge * np.trace(normal) / p2 * np.eye(p2)
+    if p2 == 0:
+        raise ValueError("feature_map must give at least one feature, got 0")
     p = int(round(np.sqrt(p2)))
+    normal = design.T @ design
+    scale = np.trace(normal) / p2
+    if scale == 0:  # all labels 0 (g = 0): every Γ predicts 0; the least-norm fit is Γ = 0
+        return np.zeros((p, p))
+    normal += ridge * scale * np.eye(p2)
     return np.linalg.solve(normal, design.T @ target).reshape(p, p)
 
 
@@ -620,6 +632,8 @@ def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice
     y_query = as_array("y_query", y_query, shape=(xs.shape[0],))
     if isinstance(ridges, (str, bytes)) or not np.iterable(ridges):
         ridges = [ridges]
+    if not isinstance(ridges, (list, tuple)):  # an array or a tensor: its real numbers, by name
+        ridges = list(as_array("ridges", ridges).ravel())
     grid = [positive_float(f"ridges[{i}]", r) for i, r in enumerate(ridges)]
     if not grid:
         raise ValueError("ridges must hold at least one value")

@@ -326,6 +326,13 @@ def feature_kernel(feature_blocks: Sequence):
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
+        try:
+            np.broadcast_shapes(x.shape[:-2], xp.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"x and x_prime must have broadcastable batch dimensions (..., n, d) and "
+                f"(..., m, d), got {x.shape} and {xp.shape}"
+            ) from None
         return sum(
             callable_output("feature_blocks output", b(x))
             @ np.swapaxes(callable_output("feature_blocks output", b(xp)), -1, -2)

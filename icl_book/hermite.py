@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -263,17 +264,24 @@ def _legendre() -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=64)
-def _rule(max_degree: int, kinks: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rule(
+    max_degree: int, kinks: tuple[float, ...], singular: tuple[float, ...] = ()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights and square-root weights of the rule for ``E[g(Z)]`` (read-only arrays).
 
     The square roots are computed directly (``e^{−z²/4}``), so they stay positive where the weights
-    themselves underflow (``|z| > 38``); the second-moment check uses them.
+    themselves underflow (``|z| > 38``); the second-moment check uses them. Towards each point of
+    ``singular`` the panels shrink geometrically (widths ``2^-j/4``, down to rounding at that point),
+    so an integrable power singularity ``|z − c|^-p`` is integrated panel by panel like a smooth
+    function, and only the innermost panel's share is left to the estimate of
+    :func:`_singular_accuracy`.
     """
     half = _half_width(max_degree)
     # h_k oscillates with local wavelength ~ π/√(4k): shrink the panels for very high degrees.
     width = _PANEL_WIDTH * min(1.0, math.sqrt(300.0 / (max_degree + 1)))
     inner = [c for c in kinks if -half < c < half]
-    breaks = np.unique(np.concatenate([[-half, 0.0, half], inner]))
+    graded = [c + sign * off for c in singular for off in _graded_offsets(c) for sign in (-1, 1)]
+    breaks = np.unique(np.concatenate([[-half, 0.0, half], inner, graded]))
     t, w = _legendre()
     nodes, weights = [], []
     for a, b in zip(breaks[:-1], breaks[1:], strict=True):
@@ -292,6 +300,74 @@ def _rule(max_degree: int, kinks: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return z, wt, sqrt_wt
 
 
+def _graded_offsets(c: float) -> np.ndarray:
+    """Distances ``2^-j/4`` from a singular point ``c``, down to 16 roundings of ``c``."""
+    j = np.arange(0, 120)
+    off = 0.25 * 2.0**-j
+    return off[off > 16 * np.spacing(max(abs(c), 1e-300))]
+
+
+# A breakpoint where |f| grows like |z − c|^-p with p above this is singular (a log has p → 0
+# slowly: 1/ln(1/h) ≈ 0.03 at h = 1e-13, so it counts and gets the graded panels too).
+_SINGULAR_EXPONENT = 0.02
+
+
+def _growth_exponent(f, c: float, name: str) -> float:
+    """The exponent ``p`` of ``|f(z)| ~ |z − c|^-p`` as ``z → c`` from either side (0 when bounded).
+
+    ``|f|`` at ``c ± h`` for ``h = 2^-8, 2^-12, …, 2^-44`` (relative to ``max(1, |c|)``): a bounded
+    ``f`` levels off, a power singularity keeps the same log-log slope ``-p``; the smallest slope of
+    the last three steps is the estimate (a kink or a jump gives 0).
+    """
+    h = max(1.0, abs(c)) * 2.0 ** -np.arange(8, 48, 4)
+    worst = 0.0
+    for side in (-1.0, 1.0):
+        values = np.abs(_evaluate(f, c + side * h, name))
+        if values[-1] <= values[0] or np.any(values == 0):
+            continue
+        slopes = np.diff(np.log(values)) / (4 * math.log(2.0))
+        worst = max(worst, float(slopes[-3:].min()))
+    return worst
+
+
+def _singular_points(f, points, power: int, what: str, name: str) -> tuple[float, ...]:
+    """The breakpoints where ``|f|^power`` has an integrable power singularity; refuse a
+    non-integrable one (``|f|^power ~ |z − c|^-q`` with ``q >= 1``: the integral is infinite,
+    whatever finite number a quadrature would return)."""
+    out = []
+    for c in dict.fromkeys([0.0, *points]):  # z = 0 and the declared points before any found one
+        q = power * _growth_exponent(f, c, name)
+        if q >= 1 - 1e-3:
+            raise ValueError(
+                f"the integral appears to be infinite: {what} grows like |z - {c:.6g}|^-{q:.3g} "
+                f"near z = {c:.6g}, and a power >= 1 is not integrable ({name} must have a finite "
+                f"{'second moment' if power == 2 else 'expectation'})"
+            )
+        if q > _SINGULAR_EXPONENT:
+            out.append(c)
+    return tuple(out)
+
+
+def _singular_accuracy(f, singular, power: int, total: float, name: str) -> None:
+    """Warn with the accuracy where an integrable singularity limits it (beyond 1e-10 relative).
+
+    The innermost panel next to ``c`` (width ``h``) integrates ``|f|^power ~ |z − c|^-q``; its
+    share ``≈ |f(c ± h)|^power h / (1 − q)`` bounds the error left by the graded rule.
+    """
+    for c in singular:
+        h = float(_graded_offsets(c)[-1])
+        q = power * _growth_exponent(f, c, name)
+        near = np.abs(_evaluate(f, np.array([c - h, c + h]), name)) ** power
+        bound = float(near.sum()) * h / (1 - q) * _PHI0 * math.exp(-0.5 * c * c)
+        if bound > 1e-10 * max(abs(total), 1e-300):
+            warnings.warn(
+                f"{name} is singular at z = {c:.6g} (it grows like |z - c|^-{q / power:.3g}): the "
+                f"quadrature's relative accuracy there is only about {bound / abs(total):.1e}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
 def _evaluate(f, z: np.ndarray, name: str = "f") -> np.ndarray:
     """``f(z)`` as a float64 array of ``z``'s shape, with clear errors for a bad ``f``."""
     try:
@@ -305,6 +381,8 @@ def _evaluate(f, z: np.ndarray, name: str = "f") -> np.ndarray:
     values = np.asarray(values)
     if np.iscomplexobj(values):
         raise ValueError(f"{name} must be real-valued, got complex values")
+    if values.dtype.kind not in "biuf":  # strings are not parsed, objects not converted
+        raise TypeError(f"{name} must return real numbers, got an array of dtype {values.dtype}")
     try:
         values = np.broadcast_to(values.astype(np.float64), z.shape)
     except (TypeError, ValueError):
@@ -388,13 +466,15 @@ def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, 
     z, _, sqrt_w = _rule(max_degree, points)
     fz = _evaluate(f, z)
     extra = _undeclared_kinks(f, z)
-    if extra:
-        points = tuple(sorted(set(points) | set(extra)))
-        z, _, sqrt_w = _rule(max_degree, points)
+    singular = _singular_points(f, [*points, *extra], 2, "f(z)²", "f")
+    points = tuple(sorted(set(points) | set(extra)))
+    if extra or singular:
+        z, _, sqrt_w = _rule(max_degree, points, singular)
         fz = _evaluate(f, z)
     with np.errstate(over="ignore"):  # an overflow means E f² = inf, refused by the check
         density = (fz * sqrt_w) ** 2
     _check_decay("f(z)² φ(z)", density, z)
+    _singular_accuracy(f, singular, 2, float(np.sum(density)), "f")
     return z, sqrt_w, fz
 
 
@@ -425,12 +505,15 @@ def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     z, w, _ = _rule(40, points)
     gz = _evaluate(g, z, "g")
     extra = _undeclared_kinks(g, z)
-    if extra:
-        z, w, _ = _rule(40, tuple(sorted(set(points) | set(extra))))
+    singular = _singular_points(g, [*points, *extra], 1, "g(z)", "g")
+    points = tuple(sorted(set(points) | set(extra)))
+    if extra or singular:
+        z, w, _ = _rule(40, points, singular)
         gz = _evaluate(g, z, "g")
     with np.errstate(over="ignore", invalid="ignore"):
         density = w * gz
     _check_decay("g(z) φ(z)", density if np.all(np.isfinite(density)) else None, z)
+    _singular_accuracy(g, singular, 1, float(np.sum(np.abs(density))), "g")
     return float(np.einsum("n,n->", w, gz))
 
 
@@ -587,7 +670,7 @@ class Link:
     label: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
+        if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         _check_callable(self.func, "func")
         object.__setattr__(self, "kinks", tuple(_as_points("kinks", self.kinks)))
@@ -606,6 +689,7 @@ class Link:
         ``K <= MAX_RAW_DEGREE``: the closed forms give the raw ``μ_k``, which overflow beyond it.
         """
         max_degree = _degree("max_degree", max_degree, normalized=False)
+        normalized = flag("normalized", normalized)
         if self.coefficient is None:
             raise ValueError(
                 f"link {self.name!r} has no closed form; use hermite_coefficients(link, K)"

@@ -378,7 +378,7 @@ class GLUFeedForward(nn.Module):
     def forward(self, e: torch.Tensor) -> torch.Tensor:
         """``e + ((e W_1ᵀ) ⊙ (e W_2ᵀ)) W_3ᵀ`` for tokens ``e`` of shape ``(..., D)`` (a tensor or a NumPy
         array, converted to the layer's dtype and device)."""
-        if not _CHECKED[0]:
+        if not _CHECKED.get():
             p = self.w1
             e = as_tensor("e", e, dtype=p.dtype, device=p.device)
             if e.ndim < 1:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas import one_blas_thread
+from .._declare import Array, Integer, Interval, Options, OrNone, declare
 from .._validate import (
     as_array,
     choice,
@@ -95,6 +96,15 @@ def _pcg(apply, precond, rhs, tol: float, max_iter: int) -> tuple[np.ndarray, in
     return gamma, it
 
 
+@declare(
+    x_query=Array(ndim=2),
+    h=Array(ndim=2),
+    y_query=Array(ndim=1),
+    ridge=Interval(0.0, 1e100),
+    tol=Interval(0.0, 1.0, "right"),
+    max_iter=OrNone(Integer(1, None)),
+    preconditioning=Options(("auto", "none")),
+)
 @one_blas_thread
 def solve_reduced_ridge(
     x_query,
