@@ -86,21 +86,37 @@ class Interval(Constraint):
         hi = self.closed in ("both", "right") and (math.isfinite(self.high) or self.allow_inf)
         return lo, hi
 
-    def describe(self) -> str:
+    def bounds(self) -> str:
+        """The bounds in the package's words: ``">= 0"``, ``"> 0 and <= 1"`` (empty when none)."""
         lo_closed, hi_closed = self._ends()
         if self.low == self.high:
             return f"{self.low:g}"
-        return (
-            f"a real number in {'[' if lo_closed else '('}{self.low:g}, "
-            f"{self.high:g}{']' if hi_closed else ')'}"
-        )
+        parts = []
+        if math.isfinite(self.low):
+            parts.append(f"{'>=' if lo_closed else '>'} {self.low:g}")
+        if math.isfinite(self.high):
+            parts.append(f"{'<=' if hi_closed else '<'} {self.high:g}")
+        return " and ".join(parts)
+
+    def brackets(self) -> str:
+        """The interval as ``[a, b)``."""
+        lo_closed, hi_closed = self._ends()
+        return f"{'[' if lo_closed else '('}{self.low:g}, {self.high:g}{']' if hi_closed else ')'}"
+
+    def describe(self) -> str:
+        return self.bounds() or ("a real number" if self.allow_inf else "a finite real number")
 
     def check(self, name, value):
-        x = _real_scalar(name, value, self.describe())
+        kind = "a real number" if self.allow_inf else "a finite real number"
+        x = _real_scalar(name, value, f"{kind} {self.bounds()}".strip())
         lo_closed, hi_closed = self._ends()
         inside = (x > self.low or (lo_closed and x == self.low)) and (
             x < self.high or (hi_closed and x == self.high)
         )
+        if math.isinf(x) and not self.allow_inf:
+            raise ValueError(
+                f"{name} must be finite{' and ' + self.bounds() if self.bounds() else ''}, got {x}"
+            )
         if not inside:  # NaN is never inside
             raise ValueError(f"{name} must be {self.describe()}, got {x:g}")
 
@@ -229,7 +245,7 @@ class Array(Constraint):
 
     ndim: int | None = None
     finite: bool = True
-    min_size: int = 1
+    min_size: int = 0
     within: Interval | tuple | None = None
 
     def _intervals(self) -> tuple:
@@ -241,10 +257,7 @@ class Array(Constraint):
         parts = self._intervals()
         if len(parts) == 1:
             return parts[0].describe()
-        return " or ".join(
-            f"{i.low:g}" if i.low == i.high else "in " + i.describe().split(" in ", 1)[1]
-            for i in parts
-        )
+        return " or ".join(i.describe() if i.low == i.high else "in " + i.brackets() for i in parts)
 
     def describe(self):
         dims = "" if self.ndim is None else f"{self.ndim}-d "
@@ -316,9 +329,10 @@ class Callable(Constraint):
     """A callable (a function, a :class:`~icl_book.hermite.Link`, a kernel)."""
 
     names: tuple = ()  # strings that name a registered callable (e.g. the links' names)
+    what: str = "a callable"
 
     def describe(self):
-        return "a callable" + (f" or one of {self.names}" if self.names else "")
+        return self.what + (f" or one of {self.names}" if self.names else "")
 
     def check(self, name, value):
         if isinstance(value, str) and value in self.names:

@@ -59,6 +59,8 @@ import numpy as np
 from scipy.special import erf as _erf
 
 from ._compat import NOISE_VAR, renamed
+from ._declare import Array, Flag, Integer, Interval, OrNone, Text, declare
+from ._declare import Callable as CallableArg
 from ._validate import as_array, flag, integer, nonnegative_float, positive_float
 from .features import _orthonormal_last, orthonormal_table
 
@@ -82,6 +84,7 @@ __all__ = [
 ]
 
 _PHI0 = 1.0 / math.sqrt(2.0 * math.pi)  # φ(0)
+_VECTORISED = "a vectorised callable R -> R (e.g. np.tanh)"
 #: Largest degree in the raw basis ``He_k`` (``k!`` overflows float64 beyond it).
 MAX_RAW_DEGREE = 170
 #: Largest degree in the orthonormal basis ``h_k`` (quadrature cost grows like ``k²``).
@@ -142,6 +145,10 @@ def _as_points(name: str, values) -> list[float]:
 # --------------------------------------------------------------------------------------------------
 # Hermite polynomials
 # --------------------------------------------------------------------------------------------------
+@declare(
+    k=Integer(0, MAX_RAW_DEGREE),
+    z=Array(ndim=None),
+)
 def hermite_he(k: int, z):
     """Probabilists' Hermite polynomial ``He_k(z)``, by the three-term recurrence.
 
@@ -167,6 +174,10 @@ def hermite_he(k: int, z):
     return _table(k, z, np.ones_like(z), normalized=False)[k]
 
 
+@declare(
+    k=Integer(0, MAX_DEGREE),
+    z=Array(ndim=None),
+)
 def hermite_normalized(k: int, z):
     """Orthonormal Hermite function ``h_k(z) = He_k(z) / √k!`` (``E h_j h_k = δ_jk``).
 
@@ -178,6 +189,11 @@ def hermite_normalized(k: int, z):
     return _orthonormal_last("hermite", k, as_array("z", z, None))
 
 
+@declare(
+    max_degree=Integer(0, MAX_DEGREE),
+    z=Array(ndim=None),
+    normalized=Flag(),
+)
 def hermite_table(max_degree: int, z, *, normalized: bool = False):
     """All polynomials up to ``max_degree`` at once.
 
@@ -224,6 +240,9 @@ def _table(max_degree: int, z: np.ndarray, start: np.ndarray, normalized: bool) 
 MAX_DOUBLE_FACTORIAL = 10_000
 
 
+@declare(
+    n=Integer(-1, MAX_DOUBLE_FACTORIAL),
+)
 def double_factorial(n: int) -> int:
     """``n!! = n (n−2) (n−4) ⋯`` with ``(−1)!! = 0!! = 1``; ``-1 <= n <= MAX_DOUBLE_FACTORIAL``."""
     n = integer("n", n, minimum=-1, maximum=MAX_DOUBLE_FACTORIAL)
@@ -491,6 +510,10 @@ def _check_decay(what: str, density, z: np.ndarray) -> None:
         )
 
 
+@declare(
+    g=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     """``E[g(Z)]`` for ``Z ~ N(0, 1)`` by the kink-aware quadrature of this module.
 
@@ -517,6 +540,12 @@ def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     return float(np.einsum("n,n->", w, gz))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    max_degree=Integer(0, MAX_DEGREE),
+    normalized=Flag(),
+    kinks=OrNone(Array(ndim=None)),
+)
 def hermite_coefficients(
     f: Callable[[np.ndarray], np.ndarray],
     max_degree: int,
@@ -568,6 +597,10 @@ def hermite_coefficients(
     return coef
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def second_moment(f, *, kinks: Iterable[float] | None = None) -> float:
     """``E f(Z)²`` by direct quadrature (not by summing a truncated Parseval series)."""
     _check_callable(f)
@@ -576,11 +609,19 @@ def second_moment(f, *, kinks: Iterable[float] | None = None) -> float:
     return float(np.einsum("n,n->", fw, fw))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def linear_component(f, *, kinks: Iterable[float] | None = None) -> float:
     """The linear Hermite component ``μ_1 = E[f(Z) Z]`` (the only part a linear model can see)."""
     return float(hermite_coefficients(f, 1, kinks=kinks)[1])
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
     """``E f² − μ_0² − μ_1² = Σ_{k≥2} μ_k²/k!``: the energy of ``f`` outside its best affine fit."""
     mu = hermite_coefficients(f, 1, kinks=kinks)
@@ -588,6 +629,11 @@ def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
 
 
 @renamed(f="link", rho="noise_var")
+@declare(
+    link=CallableArg(),
+    noise_var=Interval(0.0, 1e100),
+    kinks=OrNone(Array(ndim=None)),
+)
 def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | None = None) -> float:
     """Effective noise ``ρ_eff = ρ + E f² − μ_1²`` of the teacher ``y = f(x·w) + ε``, ``Var ε = ρ``.
 
@@ -600,6 +646,11 @@ def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | No
     return max(float(noise_var) + second_moment(link, kinks=kinks) - mu1**2, float(noise_var))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    max_degree=Integer(0, MAX_DEGREE),
+    kinks=OrNone(Array(ndim=None)),
+)
 def truncation_errors(f, max_degree: int, *, kinks: Iterable[float] | None = None) -> np.ndarray:
     """``e_K = E[(f(Z) − f_K(Z))²]`` for ``K = 0, …, max_degree``, ``f_K = Σ_{k≤K} (μ_k/k!) He_k``.
 
@@ -617,6 +668,11 @@ def truncation_errors(f, max_degree: int, *, kinks: Iterable[float] | None = Non
     return np.einsum("kn,kn->k", residual, residual)
 
 
+@declare(
+    coefficients=Array(ndim=1),
+    z=Array(ndim=None),
+    normalized=Flag(),
+)
 def hermite_series(coefficients, z, *, normalized: bool = False):
     """Evaluate ``Σ_k (μ_k/k!) He_k(z)`` (or ``Σ_k c_k h_k(z)`` with ``normalized=True``).
 
@@ -727,6 +783,9 @@ def _poly_mu(table: dict[int, float]) -> Callable[[int], float]:
     return lambda k: float(table.get(k, 0.0))
 
 
+@declare(
+    a=Interval(0.0, math.inf, "neither"),
+)
 def erf_link(a: float = 1.0) -> Link:
     """The link ``f(z) = erf(a z)`` with its closed forms, for a real ``a > 0``.
 
@@ -779,6 +838,9 @@ LINKS: dict[str, Link] = {
 }
 
 
+@declare(
+    name=Text(),
+)
 def get_link(name: str) -> Link:
     """The registered link called ``name`` (one of :data:`LINKS`' keys)."""
     if not isinstance(name, str) or name not in LINKS:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._declare import Array, Integer, OrNone, declare
 from ._validate import as_array, integer
 
 __all__ = ["MeanSEM", "mean_sem"]
@@ -30,6 +31,10 @@ class MeanSEM(NamedTuple):
     n: int
 
 
+@declare(
+    values=Array(ndim=None),
+    axis=OrNone(Integer()),
+)
 def mean_sem(values, *, axis: int | None = None) -> MeanSEM:
     """The sample mean of ``values`` and its standard error ``s/√n``.
 

@@ -52,14 +52,11 @@ def test_issue_reproducers_for_the_theory():
     assert theory.nonlinear_icl_error(lambda z: 0.0 * z, 1.0, 1.0) == 0.0  # was 0 · inf = NaN
     for call, name in [
         (lambda: theory.icl_error(1.0, 2.0, ridge=1e200), "ridge must be 0 or in"),
-        (lambda: theory.wishart_stieltjes(1.0, 5e-324), r"kappa must be a real number in \[1e-08"),
-        (
-            lambda: theory.error_of_gamma(np.zeros((2, 3)), 5e-324, 0.0),
-            r"alpha must be a real number in \[1e-08",
-        ),
+        (lambda: theory.wishart_stieltjes(1.0, 5e-324), "kappa must be >="),
+        (lambda: theory.error_of_gamma(np.zeros((2, 3)), 5e-324, 0.0), "alpha must be >="),
         (
             lambda: theory.nonlinear_error_of_gamma(np.zeros((2, 3)), "tanh", 5e-324, 0.0),
-            r"alpha must be a real number in \[1e-08",
+            "alpha must be >=",
         ),
     ]:
         start = time.perf_counter()
