@@ -22,6 +22,7 @@ import functools
 import inspect
 import math
 import numbers
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,7 +114,7 @@ class Interval(Constraint):
         inside = (x > self.low or (lo_closed and x == self.low)) and (
             x < self.high or (hi_closed and x == self.high)
         )
-        if math.isinf(x) and not self.allow_inf:
+        if math.isnan(x) or (math.isinf(x) and not self.allow_inf):
             raise ValueError(
                 f"{name} must be finite{' and ' + self.bounds() if self.bounds() else ''}, got {x}"
             )
@@ -479,10 +480,17 @@ class Cost:
     def check(self, func_name: str, arguments: dict) -> None:
         operations, nbytes = self.estimate(arguments)
         limit = current_budget()
+        # the arguments the formula names, with their values: the message says what to lower
+        given = ", ".join(
+            f"{name} = {_describe(value)}"
+            for name, value in arguments.items()
+            if re.search(rf"\b{re.escape(name)}\b", self.formula)
+        )
         for what, value in (("operations", operations), ("bytes", nbytes)):
             if value > limit[what]:
                 raise CostRefused(
-                    f"{func_name} would need about {value:.3g} {what} ({self.formula}), beyond "
+                    f"{func_name} would need about {value:.3g} {what} ({self.formula}; "
+                    f"{given}), beyond "
                     f"the budget of {limit[what]:.3g}; if you mean it, run it inside "
                     f"`with icl_book.limits.budget({what}={value:.2g}):`"
                 )

@@ -482,7 +482,7 @@ def _evaluate_blocks(feature_blocks, xs, x_query):
     feature_blocks=_BLOCKS,
     eta=Interval(0.0, math.inf, "neither"),
     n_cycles=Integer(1, None),
-    cost=Cost(_bcd_cost, "n_cycles × blocks × (10⁴ + 10 B N)"),
+    cost=Cost(_bcd_cost, "n_cycles × len(feature_blocks) × (10⁴ + 10 B N), B N from xs"),
 )
 def block_coordinate_gd_predict(
     xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1

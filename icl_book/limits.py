@@ -6,8 +6,8 @@ refused at once with a :class:`CostRefused` that states the estimate, the formul
 the budget: inside ``with budget(operations=...)`` (or ``bytes=``) the same call runs.
 
 A declared cost counts *operations* calibrated on the book's machines to about a nanosecond of one
-core each (each estimate says what it counts and what was measured), so the default of ``1e10`` is
-about ten seconds; memory is counted in bytes of the largest allocation, 1 GiB by default.
+core each (each estimate says what it counts and what was measured), so the default of ``5e9`` is
+about five seconds; memory is counted in bytes of the largest allocation, 1 GiB by default.
 
 >>> from icl_book.limits import budget
 >>> with budget(operations=1e13):
@@ -23,7 +23,7 @@ import numbers
 __all__ = ["DEFAULT_BUDGET", "CostRefused", "budget", "current_budget"]
 
 #: The budget outside any :func:`budget` block: operations (about 1 ns each) and bytes of memory.
-DEFAULT_BUDGET = {"operations": 1e10, "bytes": float(2**30)}
+DEFAULT_BUDGET = {"operations": 5e9, "bytes": float(2**30)}
 # A context variable, not a module global: threads and asyncio tasks each see their own budget.
 _BUDGET = contextvars.ContextVar("icl_book_budget", default=DEFAULT_BUDGET)
 

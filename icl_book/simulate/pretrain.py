@@ -228,7 +228,7 @@ class MCError(NamedTuple):
     task_pool=OrNone(Array(ndim=2)),
     n_test=Integer(2, None),
     rng=Rng(),
-    cost=Cost(_mc_cost, "n_test × (500 + 150 ℓ + 3 d²) with ℓ = αd"),
+    cost=Cost(_mc_cost, "n_test × (500 + 150 ℓ + 3 d²), ℓ = alpha d, d from gamma"),
 )
 @one_blas_thread
 def mc_error(gamma, link, alpha, noise_var, *, task_pool=None, n_test, rng) -> MCError:
