@@ -580,6 +580,8 @@ def _feature_step_design(xs, ys, x_query, feature_map):
         raise ValueError(
             f"feature_map returned shape {phi_q.shape} at the queries; expected (B, p)"
         )
+    if phi_q.shape[1] == 0:
+        raise ValueError("feature_map must give at least one feature, got 0")
     g = np.empty_like(phi_q)
     chunk = max(1, 2**22 // (xs.shape[1] * phi_q.shape[1]))  # bounded memory for long contexts
     for lo in range(0, xs.shape[0], chunk):
@@ -700,8 +702,6 @@ def fit_mixed_preconditioner(batches, feature_map, *, ridge: float = 1e-8) -> np
         targets.append(y_query)
     design, target = np.concatenate(designs), np.concatenate(targets)
     p2 = design.shape[1]
-    if p2 == 0:
-        raise ValueError("feature_map must give at least one feature, got 0")
     p = int(round(np.sqrt(p2)))
     normal = design.T @ design
     scale = np.trace(normal) / p2

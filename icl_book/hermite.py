@@ -320,10 +320,11 @@ def _rule(
 
 
 def _graded_offsets(c: float) -> np.ndarray:
-    """Distances ``2^-j/4`` from a singular point ``c``, down to 16 roundings of ``c``."""
+    """Distances ``2^-j/4`` from a singular point ``c``, down to 4096 roundings of ``c`` (so that no
+    Gauss–Legendre node of the innermost panel rounds onto ``c`` itself)."""
     j = np.arange(0, 120)
     off = 0.25 * 2.0**-j
-    return off[off > 16 * np.spacing(max(abs(c), 1e-300))]
+    return off[off > 4096 * np.spacing(max(abs(c), 1e-300))]
 
 
 # A breakpoint where |f| grows like |z − c|^-p with p above this is singular (a log has p → 0
@@ -445,7 +446,10 @@ def _undeclared_kinks(f, z: np.ndarray) -> list[float]:
             if hi - lo <= 4 * np.spacing(max(abs(lo), abs(hi), 1.0)):
                 break
             m = 0.5 * (lo + hi)
-            g, sz = _split_gaps(f, np.array([lo, m]), np.array([m, hi]))
+            try:
+                g, sz = _split_gaps(f, np.array([lo, m]), np.array([m, hi]))
+            except ValueError:  # f is infinite on a node: the kink (a pole) is pinned down
+                break
             bad = g > _KINK_TOLERANCE * np.maximum(sz, 1e-300)
             if bad[0] == bad[1]:  # the kink sits at the midpoint (or there are two)
                 if not bad[0]:

@@ -36,7 +36,9 @@ from .test_api_reference import public_names
 
 LIMIT_S = 1.0
 
-_TRAINING = "declared when the training package lands (icl_book/train.py is being split into a package)"
+_TRAINING = (
+    "declared when the training package lands (icl_book/train.py is being split into a package)"
+)
 #: The training modules' public callables: not declared yet, and why.
 PENDING: dict[str, str] = {
     **{
@@ -87,6 +89,8 @@ _FIELDS = (
     "a frozen dataclass whose __post_init__ validates every field (a generated __init__ cannot be "
     "declared); the hand-written suite probes it"
 )
+
+
 def _public_names_of(module: str) -> list[str]:
     return [n for n in public_names() if n.rsplit(".", 1)[0] == module]
 
