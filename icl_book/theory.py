@@ -619,6 +619,8 @@ def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
     try:
         mu1 = hermite.linear_component(link)
         rho_eff = hermite.effective_noise(link, noise_var)
+    except TypeError as exc:  # what the link returned is not a real number
+        raise TypeError(f"link must be a real function f(z): {exc}") from None
     except ValueError as exc:
         raise ValueError(
             f"link must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
