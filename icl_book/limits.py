@@ -44,15 +44,17 @@ def budget(*, operations: float | None = None, bytes: float | None = None):  # n
     Parameters
     ----------
     operations
-        Floating-point operations one call may declare (``None``: unchanged).
+        Operations one call may declare, a number ``> 0`` (``inf``: no limit; ``None``: unchanged).
     bytes
-        Bytes its largest allocation may take (``None``: unchanged).
+        Bytes its largest allocation may take, ``> 0`` (``inf``: no limit; ``None``: unchanged).
     """
     new = current_budget()
     for key, value in (("operations", operations), ("bytes", bytes)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        if (
+            isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0
+        ):  # NaN too
             raise ValueError(f"{key} must be a real number > 0, got {value!r}")
         new[key] = float(value)
     token = _BUDGET.set(new)
