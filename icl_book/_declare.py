@@ -7,7 +7,7 @@ accepts (an :class:`Interval` with open or closed ends, an :class:`Integer` rang
 argument, a :class:`Cost`. The checks run from the declaration *before* the body converts anything,
 and a cost beyond the budget is refused before any work starts, with the estimate and the way to
 raise it (:func:`icl_book.limits.budget`). The declaration is kept on the function (``__declaration__``), so the
-probe suite (``tests/test_declared_probes.py``) generates its bad inputs from it.
+probe suite (``tests/test_declarations.py``) generates its bad inputs from it.
 
 A maintained library was considered: scikit-learn's ``validate_params`` is private API
 (``sklearn.utils._param_validation``) and would make scikit-learn a dependency of every
