@@ -11,6 +11,7 @@ Modules (one job each):
 - :mod:`icl_book.attention` -- linear self-attention, GLU layers, deep stacks and their exact constructions.
 - :mod:`icl_book.theory` -- closed forms: attention asymptotics, nonlinearity–noise mapping, one-step GD risks.
 - :mod:`icl_book.stats` -- Monte Carlo summaries: ``mean_sem``, a sample mean and its standard error.
+- :mod:`icl_book.limits` -- the compute budget a declared cost is checked against, and ``budget`` to raise it.
 - :mod:`icl_book.simulate` -- the fast reduced-model simulator: ``sizes``, ``solver``, ``pretrain``, ``sweeps``.
 - :mod:`icl_book.train` -- seeded torch training: ``loop``, ``schedules``, ``batched``, ``protocol``.
 - :mod:`icl_book.studies` -- the converged training studies of chapters 5 and 6: what is trained, and loading it.
@@ -18,6 +19,7 @@ Modules (one job each):
 - :mod:`icl_book.book` -- helpers for the chapters: ``glue``, ``claim``, Colab detection.
 - :mod:`icl_book.checks` -- the exercises' checks, which chapters and student notebooks call.
 - ``icl_book._validate`` (private) -- the argument validation every public function goes through.
+- ``icl_book._declare`` (private) -- each public callable's declared constraints and cost, checked first.
 """
 
 __version__ = "0.1.0"

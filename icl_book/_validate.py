@@ -87,7 +87,14 @@ def real(
                 + (" " + " and ".join(parts) if parts else "")
                 + f", got {_describe(value)} ({type(value).__name__})"
             )
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # 10**400 or a Fraction beyond float64: say which argument
+        raise ValueError(
+            f"{name} must be {kind}"
+            + (" " + " and ".join(parts) if parts else "")
+            + f", got {_describe(value)}, which is beyond float64"
+        ) from None
     if np.isnan(out) or (np.isinf(out) and not allow_inf):
         finite = "not NaN" if allow_inf else "finite"
         raise ValueError(
@@ -160,6 +167,8 @@ def _raw_array(name: str, value) -> np.ndarray:
         raw = np.asarray(value)
     except (ValueError, TypeError) as exc:  # ragged nesting, objects NumPy cannot stack
         raise ArgumentTypeError(f"{name} must be a real numeric array: {exc}") from None
+    if raw.dtype.kind == "O":  # exact numbers (Fraction, ints beyond int64) are real numbers too
+        raw = _object_reals(name, raw)
     if raw.dtype.kind == "b":
         raise ArgumentTypeError(f"{name} must be a real numeric array, got booleans")
     if raw.dtype.kind == "c":
@@ -170,6 +179,21 @@ def _raw_array(name: str, value) -> np.ndarray:
     if raw.dtype.kind not in "iuf":
         raise ArgumentTypeError(f"{name} must be a real numeric array, got dtype {raw.dtype}")
     return raw
+
+
+def _object_reals(name: str, raw: np.ndarray) -> np.ndarray:
+    """An object array of real numbers (``Fraction``, ints beyond int64) as float64, or refused."""
+    flat = raw.ravel()
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in flat):
+        bad = next(v for v in flat if not isinstance(v, numbers.Real) or isinstance(v, bool))
+        raise ArgumentTypeError(
+            f"{name} must be a real numeric array, got an entry {_describe(bad)} "
+            f"({type(bad).__name__})"
+        )
+    try:
+        return np.array([float(v) for v in flat], dtype=np.float64).reshape(raw.shape)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite: an entry is beyond float64") from None
 
 
 def finite_values(name: str, arr) -> np.ndarray:

@@ -11,6 +11,8 @@ from importlib import resources
 
 import numpy as np
 
+from ._declare import Free, OrNone, Text, declare
+
 __all__ = ["in_colab", "glue", "claim", "ClaimFailed", "load_table"]
 
 
@@ -19,6 +21,11 @@ def in_colab() -> bool:
     return "google.colab" in sys.modules
 
 
+@declare(
+    name=Text(),
+    value=Free("any value to show; glue refuses None, nan and inf itself"),
+    fmt=OrNone(Text()),
+)
 def glue(name: str, value, fmt: str | None = None) -> str:
     """Store ``value`` under ``name`` for ``{glue:}`` references and return the text the page shows.
 
@@ -89,6 +96,10 @@ class ClaimFailed(AssertionError):
     """A sentence of the book is contradicted by the number it interprets."""
 
 
+@declare(
+    holds=Free("a boolean scalar (reduce arrays with np.all/np.any), checked by claim"),
+    sentence=Text(),
+)
 def claim(holds, sentence: str) -> None:
     """Fail loudly when a sentence the prose makes about a computed number is false.
 
@@ -120,6 +131,9 @@ def claim(holds, sentence: str) -> None:
         )
 
 
+@declare(
+    name=Text(),
+)
 def load_table(name: str) -> np.ndarray:
     """A stored sweep table of the book (``icl_book/data/<name>.csv``) as a structured array.
 

@@ -34,6 +34,7 @@ from math import ceil, comb
 import numpy as np
 
 from . import _validate
+from ._declare import Flag, Free, Interval, Text, declare
 from .estimators import (
     block_coordinate_gd_predict,
     one_step_gd_predict,
@@ -154,6 +155,9 @@ class Unanswered:
 _CONTINUE_WHEN_UNANSWERED = False
 
 
+@declare(
+    enabled=Flag(),
+)
 def continue_when_unanswered(enabled: bool = True) -> None:
     """Let unanswered checks print ``<label>: not implemented yet`` and return :class:`Unanswered`
     instead of raising :class:`NotAnswered`, so that "Run all" on a student notebook reaches its end
@@ -214,6 +218,9 @@ def _text(name: str, value) -> str:
     return value
 
 
+@declare(
+    label=Text(),
+)
 def passed(label: str) -> Passed:
     """Report a passed check: print one fixed line (which nbval compares) and return a truthy :class:`Passed`."""
     label = _text("label", label)
@@ -221,6 +228,10 @@ def passed(label: str) -> Passed:
     return Passed(label)
 
 
+@declare(
+    label=Text(),
+    func=Free("the student's answer: anything wrong with it is the student's CheckFailed"),
+)
 def call_answer(label: str, func, *args, **kwargs):
     """Call a student's function; any exception becomes a :class:`CheckFailed` naming the exercise."""
     label = _text("label", label)
@@ -240,6 +251,14 @@ def call_answer(label: str, func, *args, **kwargs):
         raise CheckFailed(f"{label}: your function raised {type(exc).__name__}: {exc}") from None
 
 
+@declare(
+    label=Text(),
+    got=Free("the student's answer: anything wrong with it is the student's CheckFailed"),
+    expected=Free("the reference, computed by the check itself"),
+    rtol=Interval(0.0, math.inf),
+    atol=Interval(0.0, math.inf),
+    hint=Text(),
+)
 def require_close(label: str, got, expected, *, rtol: float, atol: float, hint: str) -> None:
     """Raise :class:`CheckFailed` with ``hint`` unless ``got`` matches ``expected`` (shape and values).
 

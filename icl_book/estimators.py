@@ -12,12 +12,14 @@ call them; ``estimators.X`` still finds them, with a ``DeprecationWarning``.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
 from ._blas import one_blas_thread
 from ._compat import renamed
+from ._declare import Array, Callable, Cost, Flag, Free, Integer, Interval, OrNone, declare
 from ._validate import (
     ArgumentTypeError,
     as_array,
@@ -51,11 +53,32 @@ __all__ = [
 ]
 
 
+#: Highest degree of :func:`polynomial_kernel` and :func:`glu_kernel` (the book uses 1-3; beyond a few
+#: dozen, ``(x·x')^degree`` overflows float64 for any ``|x·x'| > 1.01`` anyway).
+MAX_KERNEL_DEGREE = 64
+
+_BLOCKS = Free("a callable or a sequence of callables, each block's output checked when evaluated")
+
+
+def _bcd_cost(a) -> tuple[float, float]:
+    """Operations of :func:`block_coordinate_gd_predict`, about 1 ns each: per block update ~10⁴ of
+    fixed cost (measured 11 µs with tiny prompts) and ~10 per context entry of the batch."""
+    blocks = a["feature_blocks"]
+    n_blocks = len(blocks) if isinstance(blocks, (list, tuple)) else 1
+    b, n = np.shape(a["xs"])[:2]
+    return float(a["n_cycles"]) * n_blocks * (1e4 + 10.0 * b * n), 0.0
+
+
 def _solve_batched(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.linalg.solve(gram, rhs[..., None])[..., 0]
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+)
 def ols_predict(xs, ys, x_query) -> np.ndarray:
     """Least squares fitted on the context, evaluated at the query; shape ``(B,)``.
 
@@ -69,6 +92,12 @@ def ols_predict(xs, ys, x_query) -> np.ndarray:
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    ridge=Interval(0.0, math.inf, "neither"),
+)
 def ridge_predict(xs, ys, x_query, ridge: float) -> np.ndarray:
     """Ridge regression ``ŵ = argmin Σ_i (y_i − wᵀx_i)² + ridge·‖w‖²`` evaluated at the query; ``(B,)``.
 
@@ -85,6 +114,13 @@ def ridge_predict(xs, ys, x_query, ridge: float) -> np.ndarray:
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    noise_var=Interval(0.0, math.inf),
+    prior_var=Interval(0.0, math.inf, "neither"),
+)
 def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 1.0) -> np.ndarray:
     """Posterior-mean prediction for ``w ~ N(0, prior_var·I)`` and Gaussian noise of variance ``noise_var``.
 
@@ -94,9 +130,15 @@ def bayes_optimal_predict(xs, ys, x_query, noise_var: float, prior_var: float = 
     """
     noise_var = nonnegative_float("noise_var", noise_var)
     prior_var = positive_float("prior_var", prior_var)
-    if noise_var == 0:
+    ridge = noise_var / prior_var
+    if ridge == 0:  # noise_var = 0, or a ratio below the smallest double: the interpolant
         return ols_predict(xs, ys, x_query)
-    return ridge_predict(xs, ys, x_query, noise_var / prior_var)
+    if not np.isfinite(ridge):
+        raise ValueError(
+            f"noise_var / prior_var must be a finite ridge, got {noise_var:g} / {prior_var:g} "
+            "(beyond float64): rescale both"
+        )
+    return ridge_predict(xs, ys, x_query, ridge)
 
 
 class BayesPrediction(NamedTuple):
@@ -107,6 +149,12 @@ class BayesPrediction(NamedTuple):
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    noise_var=Interval(0.0, math.inf, "neither"),
+)
 def bayes_quadratic_predict(xs, ys, x_query, noise_var: float) -> BayesPrediction:
     """The Bayes-optimal prediction for chapter 5's random quadratic targets, and its posterior variance.
 
@@ -141,16 +189,24 @@ def bayes_quadratic_predict(xs, ys, x_query, noise_var: float) -> BayesPredictio
     q_ctx = feature_map(xs, 2, kind="monomial")[..., d:]  # (B, N, F): degree-2 part only
     q_query = feature_map(x_query, 2, kind="monomial")[..., d:]  # (B, F)
     f = q_ctx.shape[-1]
-    precision = np.swapaxes(q_ctx, 1, 2) @ q_ctx / noise_var + np.eye(f) / prior_var
-    chol = np.linalg.cholesky(precision)  # (B, F, F); precision is positive definite
-    rhs = np.stack([np.einsum("bnf,bn->bf", q_ctx, ys) / noise_var, q_query], axis=-1)
+    # σ² × the posterior precision, QᵀQ + (σ²/c²) I: no 1/σ² to overflow when σ² is tiny.
+    scaled = np.swapaxes(q_ctx, 1, 2) @ q_ctx + (noise_var / prior_var) * np.eye(f)
+    chol = np.linalg.cholesky(scaled)  # (B, F, F); positive definite
+    rhs = np.stack([np.einsum("bnf,bn->bf", q_ctx, ys), q_query], axis=-1)
     sol = np.linalg.solve(np.swapaxes(chol, 1, 2), np.linalg.solve(chol, rhs))
     mean = np.einsum("bf,bf->b", q_query, sol[..., 0])
-    var = np.einsum("bf,bf->b", q_query, sol[..., 1])
+    var = noise_var * np.einsum("bf,bf->b", q_query, sol[..., 1])
     return BayesPrediction(mean, var)
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    eta=Interval(),
+    preconditioner=OrNone(Array(ndim=2)),
+)
 def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.ndarray:
     """Prediction after one (preconditioned) GD step from ``w = 0``; shape ``(B,)``.
 
@@ -171,6 +227,11 @@ def one_step_gd_predict(xs, ys, x_query, eta: float, preconditioner=None) -> np.
 # (..., n, m); leading (batch) dimensions broadcast.
 
 
+@declare(
+    degree=Integer(1, MAX_KERNEL_DEGREE),
+    offset=Interval(0.0, math.inf),
+    scale=Interval(0.0, math.inf, "neither"),
+)
 def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
     """The polynomial kernel ``k(x, x') = (offset + scale · x·x')^degree`` as a batched callable.
 
@@ -209,11 +270,6 @@ def polynomial_kernel(degree: int, offset: float = 0.0, scale: float = 1.0):
     return kernel
 
 
-#: Highest degree of :func:`polynomial_kernel` and :func:`glu_kernel` (the book uses 1-3; beyond a few
-#: dozen, ``(x·x')^degree`` overflows float64 for any ``|x·x'| > 1.01`` anyway).
-MAX_KERNEL_DEGREE = 64
-
-
 def _finite_kernel(out: np.ndarray, degree: int) -> np.ndarray:
     if not np.all(np.isfinite(out)):
         raise ValueError(
@@ -223,6 +279,9 @@ def _finite_kernel(out: np.ndarray, degree: int) -> np.ndarray:
     return out
 
 
+@declare(
+    degree=Integer(1, MAX_KERNEL_DEGREE),
+)
 def glu_kernel(degree: int = 2):
     """``k(x, x') = Σ_{m=1}^{degree} (x·x')^m``; ``degree = 2`` is the LSA+GLU block's ``x·x' + (x·x')²``.
 
@@ -241,6 +300,9 @@ def glu_kernel(degree: int = 2):
     return kernel
 
 
+@declare(
+    constant=Flag(),
+)
 def hermite_quadratic_kernel(*, constant: bool = True):
     """The kernel of the Hermite-orthonormal features of degree ``<= 2`` under ``x ~ N(0, I_d)``.
 
@@ -276,6 +338,13 @@ def _kernel_values(kernel, x, xp) -> np.ndarray:
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    kernel=Callable(),
+    eta=Interval(),
+)
 def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarray:
     """One GD step from ``f = 0`` on kernel regression: ``ŷ = (η/N) Σ_i y_i k(x_i, x_q)``; shape ``(B,)``.
 
@@ -302,6 +371,13 @@ def one_step_kernel_gd_predict(xs, ys, x_query, kernel, eta: float) -> np.ndarra
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    kernel=Callable(),
+    ridge=Interval(0.0, math.inf, "neither"),
+)
 def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     """Kernel ridge regression fitted on the context: ``ŷ = k(x_q, X) (K + ridge·I)^{-1} y``; ``(B,)``.
 
@@ -323,6 +399,13 @@ def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
 
 @renamed(features="feature_map")
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    feature_map=Callable(),
+    ridge=Interval(0.0, math.inf, "neither"),
+)
 def feature_ridge_predict(xs, ys, x_query, feature_map, ridge: float) -> np.ndarray:
     """Kernel ridge regression with the kernel ``k(x, x') = φ(x)·φ(x')``, in its primal form; ``(B,)``.
 
@@ -392,6 +475,15 @@ def _evaluate_blocks(feature_blocks, xs, x_query):
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    feature_blocks=_BLOCKS,
+    eta=Interval(0.0, math.inf, "neither"),
+    n_cycles=Integer(1, None),
+    cost=Cost(_bcd_cost, "n_cycles × len(feature_blocks) × (10⁴ + 10 B N), B N from xs"),
+)
 def block_coordinate_gd_predict(
     xs, ys, x_query, feature_blocks, eta: float, n_cycles: int = 1
 ) -> np.ndarray:
@@ -448,6 +540,12 @@ def block_coordinate_gd_predict(
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    feature_blocks=_BLOCKS,
+)
 def kernel_least_squares_predict(xs, ys, x_query, feature_blocks) -> np.ndarray:
     """Least squares in the feature space of ``feature_blocks``, evaluated at the query; shape ``(B,)``.
 
@@ -482,6 +580,8 @@ def _feature_step_design(xs, ys, x_query, feature_map):
         raise ValueError(
             f"feature_map returned shape {phi_q.shape} at the queries; expected (B, p)"
         )
+    if phi_q.shape[1] == 0:
+        raise ValueError("feature_map must give at least one feature, got 0")
     g = np.empty_like(phi_q)
     chunk = max(1, 2**22 // (xs.shape[1] * phi_q.shape[1]))  # bounded memory for long contexts
     for lo in range(0, xs.shape[0], chunk):
@@ -496,6 +596,13 @@ def _feature_step_design(xs, ys, x_query, feature_map):
 
 # `gamma` was this (p, p) matrix's old name; everywhere else `gamma` is the reduced model (d, d+1).
 @renamed(features="feature_map", gamma="preconditioner")
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    feature_map=Callable(),
+    preconditioner=Array(ndim=2),
+)
 def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, preconditioner) -> np.ndarray:
     """One preconditioned GD step on features ``φ``: ``ŷ = gᵀ Γ φ(x_q)``, ``g = (1/N) Σ_i y_i φ(x_i)``; ``(B,)``.
 
@@ -509,6 +616,14 @@ def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, preconditi
 
 
 @renamed(features="feature_map")
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    y_query=Array(ndim=1),
+    feature_map=Callable(),
+    ridge=Interval(0.0, math.inf),
+)
 def fit_one_step_preconditioner(
     xs, ys, x_query, y_query, feature_map, *, ridge: float = 1e-8
 ) -> np.ndarray:
@@ -537,6 +652,11 @@ def fit_one_step_preconditioner(
 
 
 @renamed(features="feature_map")
+@declare(
+    batches=Free("a list of prompt batches, each checked as the prompts of one call"),
+    feature_map=Callable(),
+    ridge=Interval(0.0, math.inf),
+)
 def fit_mixed_preconditioner(batches, feature_map, *, ridge: float = 1e-8) -> np.ndarray:
     """The one ``Γ`` that is best over several prompt batches at once, e.g. a mix of context lengths.
 
@@ -582,9 +702,12 @@ def fit_mixed_preconditioner(batches, feature_map, *, ridge: float = 1e-8) -> np
         targets.append(y_query)
     design, target = np.concatenate(designs), np.concatenate(targets)
     p2 = design.shape[1]
-    normal = design.T @ design
-    normal += ridge * np.trace(normal) / p2 * np.eye(p2)
     p = int(round(np.sqrt(p2)))
+    normal = design.T @ design
+    scale = np.trace(normal) / p2
+    if scale == 0:  # all labels 0 (g = 0): every Γ predicts 0; the least-norm fit is Γ = 0
+        return np.zeros((p, p))
+    normal += ridge * scale * np.eye(p2)
     return np.linalg.solve(normal, design.T @ target).reshape(p, p)
 
 
@@ -597,6 +720,14 @@ class RidgeChoice(NamedTuple):
 
 
 @one_blas_thread
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    y_query=Array(ndim=1),
+    kernel=Callable(),
+    ridges=Array(ndim=None, within=Interval(0.0, math.inf, "neither")),
+)
 def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice:
     """Choose kernel ridge's ``ridge`` on validation prompts: the grid value with the lowest mean squared error.
 
@@ -620,6 +751,8 @@ def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice
     y_query = as_array("y_query", y_query, shape=(xs.shape[0],))
     if isinstance(ridges, (str, bytes)) or not np.iterable(ridges):
         ridges = [ridges]
+    if not isinstance(ridges, (list, tuple)):  # an array or a tensor: its real numbers, by name
+        ridges = list(as_array("ridges", ridges).ravel())
     grid = [positive_float(f"ridges[{i}]", r) for i, r in enumerate(ridges)]
     if not grid:
         raise ValueError("ridges must hold at least one value")

@@ -29,6 +29,7 @@ from math import comb, factorial, lgamma, log, sqrt
 
 import numpy as np
 
+from ._declare import Array, Free, Integer, Options, OrNone, declare
 from ._validate import (
     MAX_ENTRIES,
     ArgumentTypeError,
@@ -77,6 +78,10 @@ def _check_kind(kind) -> str:
     return kind
 
 
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+)
 def n_features(dim: int, degree: int) -> int:
     """Number of features of degree ``1..p`` in ``d`` variables: ``C(d+p, p) − 1`` (no constant)."""
     dim = positive_int("dim", dim)
@@ -84,6 +89,10 @@ def n_features(dim: int, degree: int) -> int:
     return comb(dim + degree, degree) - 1
 
 
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+)
 def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
     """The index tuples of all features of degree ``1..p``, in the book's order (degree, then lexicographic).
 
@@ -115,11 +124,18 @@ def feature_index_tuples(dim: int, degree: int) -> list[tuple[int, ...]]:
     return [t for k in range(1, degree + 1) for t in combinations_with_replacement(range(dim), k)]
 
 
+@declare(
+    index_tuple=Free("a tuple of coordinate indices >= 0, checked one by one in the body"),
+)
 def feature_degree(index_tuple) -> int:
     """Degree of the feature named by ``index_tuple`` (its length)."""
     return len(_index_tuple("index_tuple", index_tuple))
 
 
+@declare(
+    kind=Options(FEATURE_KINDS),
+    k=Integer(0, None),
+)
 def recurrence_coefficient(kind: str, k: int) -> float:
     """``a_k`` of the three-term recurrence ``z p_k(z) = a_{k+1} p_{k+1}(z) + a_k p_{k−1}(z)``.
 
@@ -134,6 +150,12 @@ def recurrence_coefficient(kind: str, k: int) -> float:
     return sqrt(k) if kind == "hermite" else k / sqrt(4 * k * k - 1)
 
 
+@declare(
+    kind=Options(FEATURE_KINDS),
+    max_degree=Integer(0, MAX_ORTHONORMAL_DEGREE),
+    z=Array(),
+    start=OrNone(Array()),
+)
 def orthonormal_table(kind: str, max_degree: int, z, start=None) -> np.ndarray:
     """``p_0(z), …, p_K(z)`` (times ``start``) of the orthonormal family ``kind``; ``(K + 1, *z.shape)``.
 
@@ -268,6 +290,11 @@ class FeatureBlock:
         return tuple(len(t) for t in self.index_tuples)
 
 
+@declare(
+    x=Array(),
+    degree=Integer(1, None),
+    kind=Options(FEATURE_KINDS),
+)
 def feature_map(x, degree: int, *, kind: str = "hermite") -> np.ndarray:
     """All features of degree ``1..p`` of ``x (..., d)``, shape ``(..., C(d+p, p) − 1)``, in the book's order.
 
@@ -282,6 +309,12 @@ def feature_map(x, degree: int, *, kind: str = "hermite") -> np.ndarray:
     )(x)
 
 
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+    block_size=Integer(1, None),
+    kind=Options(FEATURE_KINDS),
+)
 def partition_features(
     dim: int, degree: int, block_size: int, *, kind: str = "hermite"
 ) -> list[FeatureBlock]:
@@ -306,6 +339,9 @@ def partition_features(
     ]
 
 
+@declare(
+    feature_blocks=Free("a callable or a non-empty sequence of callables, checked in the body"),
+)
 def feature_kernel(feature_blocks: Sequence):
     """The kernel ``k(x, x') = Σ_b φ_b(x)·φ_b(x')`` of a list of feature maps, as a batched callable.
 
@@ -326,6 +362,13 @@ def feature_kernel(feature_blocks: Sequence):
 
     def kernel(x, xp):
         x, xp = kernel_inputs(x, xp)
+        try:
+            np.broadcast_shapes(x.shape[:-2], xp.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"x and x_prime must have broadcastable batch dimensions (..., n, d) and "
+                f"(..., m, d), got {x.shape} and {xp.shape}"
+            ) from None
         return sum(
             callable_output("feature_blocks output", b(x))
             @ np.swapaxes(callable_output("feature_blocks output", b(xp)), -1, -2)

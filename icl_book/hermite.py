@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -58,6 +59,8 @@ import numpy as np
 from scipy.special import erf as _erf
 
 from ._compat import NOISE_VAR, renamed
+from ._declare import Array, Flag, Integer, Interval, OrNone, Text, declare
+from ._declare import Callable as CallableArg
 from ._validate import as_array, flag, integer, nonnegative_float, positive_float
 from .features import _orthonormal_last, orthonormal_table
 
@@ -81,6 +84,7 @@ __all__ = [
 ]
 
 _PHI0 = 1.0 / math.sqrt(2.0 * math.pi)  # φ(0)
+_VECTORISED = "a vectorised callable R -> R (e.g. np.tanh)"
 #: Largest degree in the raw basis ``He_k`` (``k!`` overflows float64 beyond it).
 MAX_RAW_DEGREE = 170
 #: Largest degree in the orthonormal basis ``h_k`` (quadrature cost grows like ``k²``).
@@ -141,6 +145,10 @@ def _as_points(name: str, values) -> list[float]:
 # --------------------------------------------------------------------------------------------------
 # Hermite polynomials
 # --------------------------------------------------------------------------------------------------
+@declare(
+    k=Integer(0, MAX_RAW_DEGREE),
+    z=Array(ndim=None),
+)
 def hermite_he(k: int, z):
     """Probabilists' Hermite polynomial ``He_k(z)``, by the three-term recurrence.
 
@@ -166,6 +174,10 @@ def hermite_he(k: int, z):
     return _table(k, z, np.ones_like(z), normalized=False)[k]
 
 
+@declare(
+    k=Integer(0, MAX_DEGREE),
+    z=Array(ndim=None),
+)
 def hermite_normalized(k: int, z):
     """Orthonormal Hermite function ``h_k(z) = He_k(z) / √k!`` (``E h_j h_k = δ_jk``).
 
@@ -177,6 +189,11 @@ def hermite_normalized(k: int, z):
     return _orthonormal_last("hermite", k, as_array("z", z, None))
 
 
+@declare(
+    max_degree=Integer(0, MAX_DEGREE),
+    z=Array(ndim=None),
+    normalized=Flag(),
+)
 def hermite_table(max_degree: int, z, *, normalized: bool = False):
     """All polynomials up to ``max_degree`` at once.
 
@@ -223,6 +240,9 @@ def _table(max_degree: int, z: np.ndarray, start: np.ndarray, normalized: bool) 
 MAX_DOUBLE_FACTORIAL = 10_000
 
 
+@declare(
+    n=Integer(-1, MAX_DOUBLE_FACTORIAL),
+)
 def double_factorial(n: int) -> int:
     """``n!! = n (n−2) (n−4) ⋯`` with ``(−1)!! = 0!! = 1``; ``-1 <= n <= MAX_DOUBLE_FACTORIAL``."""
     n = integer("n", n, minimum=-1, maximum=MAX_DOUBLE_FACTORIAL)
@@ -263,17 +283,24 @@ def _legendre() -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=64)
-def _rule(max_degree: int, kinks: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rule(
+    max_degree: int, kinks: tuple[float, ...], singular: tuple[float, ...] = ()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights and square-root weights of the rule for ``E[g(Z)]`` (read-only arrays).
 
     The square roots are computed directly (``e^{−z²/4}``), so they stay positive where the weights
-    themselves underflow (``|z| > 38``); the second-moment check uses them.
+    themselves underflow (``|z| > 38``); the second-moment check uses them. Towards each point of
+    ``singular`` the panels shrink geometrically (widths ``2^-j/4``, down to rounding at that point),
+    so an integrable power singularity ``|z − c|^-p`` is integrated panel by panel like a smooth
+    function, and only the innermost panel's share is left to the estimate of
+    :func:`_singular_accuracy`.
     """
     half = _half_width(max_degree)
     # h_k oscillates with local wavelength ~ π/√(4k): shrink the panels for very high degrees.
     width = _PANEL_WIDTH * min(1.0, math.sqrt(300.0 / (max_degree + 1)))
     inner = [c for c in kinks if -half < c < half]
-    breaks = np.unique(np.concatenate([[-half, 0.0, half], inner]))
+    graded = [c + sign * off for c in singular for off in _graded_offsets(c) for sign in (-1, 1)]
+    breaks = np.unique(np.concatenate([[-half, 0.0, half], inner, graded]))
     t, w = _legendre()
     nodes, weights = [], []
     for a, b in zip(breaks[:-1], breaks[1:], strict=True):
@@ -292,6 +319,75 @@ def _rule(max_degree: int, kinks: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return z, wt, sqrt_wt
 
 
+def _graded_offsets(c: float) -> np.ndarray:
+    """Distances ``2^-j/4`` from a singular point ``c``, down to 4096 roundings of ``c`` (so that no
+    Gauss–Legendre node of the innermost panel rounds onto ``c`` itself)."""
+    j = np.arange(0, 120)
+    off = 0.25 * 2.0**-j
+    return off[off > 4096 * np.spacing(max(abs(c), 1e-300))]
+
+
+# A breakpoint where |f| grows like |z − c|^-p with p above this is singular (a log has p → 0
+# slowly: 1/ln(1/h) ≈ 0.03 at h = 1e-13, so it counts and gets the graded panels too).
+_SINGULAR_EXPONENT = 0.02
+
+
+def _growth_exponent(f, c: float, name: str) -> float:
+    """The exponent ``p`` of ``|f(z)| ~ |z − c|^-p`` as ``z → c`` from either side (0 when bounded).
+
+    ``|f|`` at ``c ± h`` for ``h = 2^-8, 2^-12, …, 2^-44`` (relative to ``max(1, |c|)``): a bounded
+    ``f`` levels off, a power singularity keeps the same log-log slope ``-p``; the smallest slope of
+    the last three steps is the estimate (a kink or a jump gives 0).
+    """
+    h = max(1.0, abs(c)) * 2.0 ** -np.arange(8, 48, 4)
+    worst = 0.0
+    for side in (-1.0, 1.0):
+        values = np.abs(_evaluate(f, c + side * h, name))
+        if values[-1] <= values[0] or np.any(values == 0):
+            continue
+        slopes = np.diff(np.log(values)) / (4 * math.log(2.0))
+        worst = max(worst, float(slopes[-3:].min()))
+    return worst
+
+
+def _singular_points(f, points, power: int, what: str, name: str) -> tuple[float, ...]:
+    """The breakpoints where ``|f|^power`` has an integrable power singularity; refuse a
+    non-integrable one (``|f|^power ~ |z − c|^-q`` with ``q >= 1``: the integral is infinite,
+    whatever finite number a quadrature would return)."""
+    out = []
+    for c in dict.fromkeys([0.0, *points]):  # z = 0 and the declared points before any found one
+        q = power * _growth_exponent(f, c, name)
+        if q >= 1 - 1e-3:
+            raise ValueError(
+                f"the integral appears to be infinite: {what} grows like |z - {c:.6g}|^-{q:.3g} "
+                f"near z = {c:.6g}, and a power >= 1 is not integrable ({name} must have a finite "
+                f"{'second moment' if power == 2 else 'expectation'})"
+            )
+        if q > _SINGULAR_EXPONENT:
+            out.append(c)
+    return tuple(out)
+
+
+def _singular_accuracy(f, singular, power: int, total: float, name: str) -> None:
+    """Warn with the accuracy where an integrable singularity limits it (beyond 1e-10 relative).
+
+    The innermost panel next to ``c`` (width ``h``) integrates ``|f|^power ~ |z − c|^-q``; its
+    share ``≈ |f(c ± h)|^power h / (1 − q)`` bounds the error left by the graded rule.
+    """
+    for c in singular:
+        h = float(_graded_offsets(c)[-1])
+        q = power * _growth_exponent(f, c, name)
+        near = np.abs(_evaluate(f, np.array([c - h, c + h]), name)) ** power
+        bound = float(near.sum()) * h / (1 - q) * _PHI0 * math.exp(-0.5 * c * c)
+        if bound > 1e-10 * max(abs(total), 1e-300):
+            warnings.warn(
+                f"{name} is singular at z = {c:.6g} (it grows like |z - c|^-{q / power:.3g}): the "
+                f"quadrature's relative accuracy there is only about {bound / abs(total):.1e}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+
 def _evaluate(f, z: np.ndarray, name: str = "f") -> np.ndarray:
     """``f(z)`` as a float64 array of ``z``'s shape, with clear errors for a bad ``f``."""
     try:
@@ -305,6 +401,8 @@ def _evaluate(f, z: np.ndarray, name: str = "f") -> np.ndarray:
     values = np.asarray(values)
     if np.iscomplexobj(values):
         raise ValueError(f"{name} must be real-valued, got complex values")
+    if values.dtype.kind not in "biuf":  # strings are not parsed, objects not converted
+        raise TypeError(f"{name} must return real numbers, got an array of dtype {values.dtype}")
     try:
         values = np.broadcast_to(values.astype(np.float64), z.shape)
     except (TypeError, ValueError):
@@ -348,7 +446,10 @@ def _undeclared_kinks(f, z: np.ndarray) -> list[float]:
             if hi - lo <= 4 * np.spacing(max(abs(lo), abs(hi), 1.0)):
                 break
             m = 0.5 * (lo + hi)
-            g, sz = _split_gaps(f, np.array([lo, m]), np.array([m, hi]))
+            try:
+                g, sz = _split_gaps(f, np.array([lo, m]), np.array([m, hi]))
+            except ValueError:  # f is infinite on a node: the kink (a pole) is pinned down
+                break
             bad = g > _KINK_TOLERANCE * np.maximum(sz, 1e-300)
             if bad[0] == bad[1]:  # the kink sits at the midpoint (or there are two)
                 if not bad[0]:
@@ -388,13 +489,15 @@ def _values_on_rule(f, max_degree: int, kinks) -> tuple[np.ndarray, np.ndarray, 
     z, _, sqrt_w = _rule(max_degree, points)
     fz = _evaluate(f, z)
     extra = _undeclared_kinks(f, z)
-    if extra:
-        points = tuple(sorted(set(points) | set(extra)))
-        z, _, sqrt_w = _rule(max_degree, points)
+    singular = _singular_points(f, [*points, *extra], 2, "f(z)²", "f")
+    points = tuple(sorted(set(points) | set(extra)))
+    if extra or singular:
+        z, _, sqrt_w = _rule(max_degree, points, singular)
         fz = _evaluate(f, z)
     with np.errstate(over="ignore"):  # an overflow means E f² = inf, refused by the check
         density = (fz * sqrt_w) ** 2
     _check_decay("f(z)² φ(z)", density, z)
+    _singular_accuracy(f, singular, 2, float(np.sum(density)), "f")
     return z, sqrt_w, fz
 
 
@@ -411,6 +514,10 @@ def _check_decay(what: str, density, z: np.ndarray) -> None:
         )
 
 
+@declare(
+    g=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     """``E[g(Z)]`` for ``Z ~ N(0, 1)`` by the kink-aware quadrature of this module.
 
@@ -425,15 +532,24 @@ def gaussian_expectation(g, *, kinks: Iterable[float] | None = None) -> float:
     z, w, _ = _rule(40, points)
     gz = _evaluate(g, z, "g")
     extra = _undeclared_kinks(g, z)
-    if extra:
-        z, w, _ = _rule(40, tuple(sorted(set(points) | set(extra))))
+    singular = _singular_points(g, [*points, *extra], 1, "g(z)", "g")
+    points = tuple(sorted(set(points) | set(extra)))
+    if extra or singular:
+        z, w, _ = _rule(40, points, singular)
         gz = _evaluate(g, z, "g")
     with np.errstate(over="ignore", invalid="ignore"):
         density = w * gz
     _check_decay("g(z) φ(z)", density if np.all(np.isfinite(density)) else None, z)
+    _singular_accuracy(g, singular, 1, float(np.sum(np.abs(density))), "g")
     return float(np.einsum("n,n->", w, gz))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    max_degree=Integer(0, MAX_DEGREE),
+    normalized=Flag(),
+    kinks=OrNone(Array(ndim=None)),
+)
 def hermite_coefficients(
     f: Callable[[np.ndarray], np.ndarray],
     max_degree: int,
@@ -485,6 +601,10 @@ def hermite_coefficients(
     return coef
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def second_moment(f, *, kinks: Iterable[float] | None = None) -> float:
     """``E f(Z)²`` by direct quadrature (not by summing a truncated Parseval series)."""
     _check_callable(f)
@@ -493,11 +613,19 @@ def second_moment(f, *, kinks: Iterable[float] | None = None) -> float:
     return float(np.einsum("n,n->", fw, fw))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def linear_component(f, *, kinks: Iterable[float] | None = None) -> float:
     """The linear Hermite component ``μ_1 = E[f(Z) Z]`` (the only part a linear model can see)."""
     return float(hermite_coefficients(f, 1, kinks=kinks)[1])
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    kinks=OrNone(Array(ndim=None)),
+)
 def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
     """``E f² − μ_0² − μ_1² = Σ_{k≥2} μ_k²/k!``: the energy of ``f`` outside its best affine fit."""
     mu = hermite_coefficients(f, 1, kinks=kinks)
@@ -505,6 +633,11 @@ def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
 
 
 @renamed(f="link", rho="noise_var")
+@declare(
+    link=CallableArg(),
+    noise_var=Interval(0.0, 1e100),
+    kinks=OrNone(Array(ndim=None)),
+)
 def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | None = None) -> float:
     """Effective noise ``ρ_eff = ρ + E f² − μ_1²`` of the teacher ``y = f(x·w) + ε``, ``Var ε = ρ``.
 
@@ -517,6 +650,11 @@ def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | No
     return max(float(noise_var) + second_moment(link, kinks=kinks) - mu1**2, float(noise_var))
 
 
+@declare(
+    f=CallableArg(what=_VECTORISED),
+    max_degree=Integer(0, MAX_DEGREE),
+    kinks=OrNone(Array(ndim=None)),
+)
 def truncation_errors(f, max_degree: int, *, kinks: Iterable[float] | None = None) -> np.ndarray:
     """``e_K = E[(f(Z) − f_K(Z))²]`` for ``K = 0, …, max_degree``, ``f_K = Σ_{k≤K} (μ_k/k!) He_k``.
 
@@ -534,6 +672,11 @@ def truncation_errors(f, max_degree: int, *, kinks: Iterable[float] | None = Non
     return np.einsum("kn,kn->k", residual, residual)
 
 
+@declare(
+    coefficients=Array(ndim=1),
+    z=Array(ndim=None),
+    normalized=Flag(),
+)
 def hermite_series(coefficients, z, *, normalized: bool = False):
     """Evaluate ``Σ_k (μ_k/k!) He_k(z)`` (or ``Σ_k c_k h_k(z)`` with ``normalized=True``).
 
@@ -587,7 +730,7 @@ class Link:
     label: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
+        if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         _check_callable(self.func, "func")
         object.__setattr__(self, "kinks", tuple(_as_points("kinks", self.kinks)))
@@ -606,6 +749,7 @@ class Link:
         ``K <= MAX_RAW_DEGREE``: the closed forms give the raw ``μ_k``, which overflow beyond it.
         """
         max_degree = _degree("max_degree", max_degree, normalized=False)
+        normalized = flag("normalized", normalized)
         if self.coefficient is None:
             raise ValueError(
                 f"link {self.name!r} has no closed form; use hermite_coefficients(link, K)"
@@ -643,6 +787,9 @@ def _poly_mu(table: dict[int, float]) -> Callable[[int], float]:
     return lambda k: float(table.get(k, 0.0))
 
 
+@declare(
+    a=Interval(0.0, math.inf, "neither"),
+)
 def erf_link(a: float = 1.0) -> Link:
     """The link ``f(z) = erf(a z)`` with its closed forms, for a real ``a > 0``.
 
@@ -695,6 +842,9 @@ LINKS: dict[str, Link] = {
 }
 
 
+@declare(
+    name=Text(),
+)
 def get_link(name: str) -> Link:
     """The registered link called ``name`` (one of :data:`LINKS`' keys)."""
     if not isinstance(name, str) or name not in LINKS:

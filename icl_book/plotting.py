@@ -24,6 +24,8 @@ import matplotlib.figure
 import matplotlib.text
 from cycler import cycler
 
+from ._declare import Instance, declare
+
 __all__ = [
     "PALETTE",
     "MARKERS",
@@ -56,6 +58,9 @@ DPI = 2 * CSS_PX_PER_INCH
 FONT_SIZE_KEY = "icl-book:smallest-font-pt"
 
 
+@declare(
+    fig=Instance((matplotlib.figure.Figure,)),
+)
 def smallest_font_size(fig) -> float:
     """Smallest font size (points) of the visible, non-empty text of ``fig`` (``inf`` if it has none).
 
@@ -75,6 +80,9 @@ def smallest_font_size(fig) -> float:
     return min(sizes, default=float("inf"))
 
 
+@declare(
+    fig=Instance((matplotlib.figure.Figure,)),
+)
 def figure_png(fig) -> tuple[str, dict[str, int]] | None:
     """A notebook's PNG of ``fig``: base64 data at :data:`DPI`, and a display size of half its pixels.
 

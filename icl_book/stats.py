@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._declare import Array, Integer, OrNone, declare
 from ._validate import as_array, integer
 
 __all__ = ["MeanSEM", "mean_sem"]
@@ -30,6 +31,10 @@ class MeanSEM(NamedTuple):
     n: int
 
 
+@declare(
+    values=Array(ndim=None),
+    axis=OrNone(Integer()),
+)
 def mean_sem(values, *, axis: int | None = None) -> MeanSEM:
     """The sample mean of ``values`` and its standard error ``s/√n``.
 
@@ -86,8 +91,13 @@ def mean_sem(values, *, axis: int | None = None) -> MeanSEM:
             f"values must hold at least 2 values{where} (a standard error needs two), "
             f"got {n} of shape {arr.shape}"
         )
-    mean = arr.mean(axis=axis)
-    sem = arr.std(axis=axis, ddof=1) / np.sqrt(n)
+    # Scaled by a power of two (exact) so that squares neither overflow (1e300) nor underflow (1e-300):
+    # the same bits as unscaled wherever the unscaled sums stay in range.
+    peak = float(np.max(np.abs(arr))) if arr.size else 0.0
+    scale = 2.0 ** -np.frexp(peak)[1] if peak > 0 else 1.0
+    unit = arr * scale
+    mean = unit.mean(axis=axis) / scale
+    sem = unit.std(axis=axis, ddof=1) / np.sqrt(n) / scale
     if axis is None:
         return MeanSEM(float(mean), float(sem), n)
     return MeanSEM(mean, sem, n)

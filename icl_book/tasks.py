@@ -23,6 +23,18 @@ from typing import NamedTuple
 import numpy as np
 
 from ._compat import renamed
+from ._declare import (
+    Array,
+    Integer,
+    Interval,
+    Options,
+    OrNone,
+    Rng,
+    declare,
+)
+from ._declare import (
+    Callable as CallableArg,
+)
 from ._validate import (
     as_array,
     callable_output,
@@ -97,6 +109,15 @@ def _draw_tasks(task_pool, shape: tuple[int, ...], names: str, batch: int, rng) 
     return pool[rng.integers(0, pool.shape[0], size=batch)]
 
 
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=2)),
+    input_cov=OrNone(Array(ndim=2)),
+)
 def sample_linear_prompts(
     batch: int,
     context_len: int,
@@ -142,6 +163,11 @@ def sample_linear_prompts(
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
 
+@declare(
+    n_tasks=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+)
 def sample_task_pool(n_tasks: int, dim: int, *, rng: np.random.Generator) -> np.ndarray:
     """``K`` task vectors in Lu et al.'s convention: ``w ~ N(0, I_d)`` rescaled to ``‖w‖ = √d``; shape ``(K, d)``."""
     rng = generator(rng)
@@ -152,6 +178,15 @@ def sample_task_pool(n_tasks: int, dim: int, *, rng: np.random.Generator) -> np.
     return w * (np.sqrt(dim) / np.linalg.norm(w, axis=1, keepdims=True))
 
 
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=2)),
+    link=OrNone(CallableArg()),
+)
 def sample_single_index_prompts(
     batch: int,
     context_len: int,
@@ -203,6 +238,11 @@ def sample_single_index_prompts(
 # --- glu: quadratic targets y = xᵀAx + ε (chapter 5) ---
 
 
+@declare(
+    n_tasks=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+)
 def sample_quadratic_tasks(n_tasks: int, dim: int, *, rng: np.random.Generator) -> np.ndarray:
     """Random symmetric matrices ``A``, shape ``(K, d, d)``, normalised so that ``E[(xᵀAx)²] = 1``.
 
@@ -219,6 +259,14 @@ def sample_quadratic_tasks(n_tasks: int, dim: int, *, rng: np.random.Generator) 
     return (g + np.swapaxes(g, 1, 2)) / (2 * np.sqrt(dim * (dim + 2)))
 
 
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=3)),
+)
 def sample_quadratic_prompts(
     batch: int,
     context_len: int,
@@ -265,6 +313,13 @@ def sample_quadratic_prompts(
 # --- depth: polynomial (Hermite-expansion) targets of degree p, e.g. cubic (chapter 6) ---
 
 
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+)
 def sample_mixed_prompts(
     batch: int,
     context_len: int,
@@ -294,6 +349,16 @@ def sample_mixed_prompts(
 
 
 @renamed(basis="kind")
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=2)),
+    degree=Integer(1, None),
+    kind=Options(tuple(ORTHONORMAL_KINDS)),
+)
 def sample_polynomial_prompts(
     batch: int,
     context_len: int,
@@ -360,6 +425,15 @@ def sample_polynomial_prompts(
 
 
 @renamed(basis="kind")
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, None),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=2)),
+    kind=Options(tuple(ORTHONORMAL_KINDS)),
+)
 def sample_cubic_prompts(
     batch: int,
     context_len: int,

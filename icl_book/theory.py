@@ -22,12 +22,14 @@ Divergent points return ``inf``: the ridgeless error at ``τ = 1`` exactly (the 
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
 from . import hermite
 from ._compat import NOISE_VAR, renamed
+from ._declare import Array, Callable, Integer, Interval, OrNone, declare
 from ._validate import (
     ArgumentTypeError,
     _raw_array,
@@ -46,6 +48,7 @@ __all__ = [
     "MIN_RATIO",
     "MIN_RIDGE",
     "MAX_RIDGE",
+    "MAX_NOISE_VAR",
     "wishart_stieltjes",
     "icl_error",
     "idg_error",
@@ -77,6 +80,20 @@ MIN_RIDGE = 1e-12
 #: Largest ridge accepted — above it ``e_ICL`` equals its λ → ∞ limit ``1 + ρ`` to double precision
 #: (checked), and beyond about 1e150 the self-consistent formula's squares overflow.
 MAX_RIDGE = 1e100
+#: Largest label-noise variance accepted — at 1e300, ``x* = (1+ρ)/α`` overflows the formulas' squares
+#: (``icl_error`` returned NaN); up to 1e100 every α, τ, κ, ridge of the boundary grid gives a number.
+MAX_NOISE_VAR = 1e100
+
+# The declared constraints (:mod:`icl_book._declare`), checked before the body runs.
+_RATIO = Array(finite=False, within=Interval(MIN_RATIO, math.inf, allow_inf=True))
+_NOISE = Array(within=Interval(0.0, MAX_NOISE_VAR))
+_NOISE_SCALAR = Interval(0.0, MAX_NOISE_VAR)
+_RIDGE = Array(within=(Interval(0.0, 0.0), Interval(MIN_RIDGE, MAX_RIDGE)))
+_LINK = Callable(names=tuple(hermite.LINKS))
+_GAMMA = Array(ndim=2)
+_ALPHA = Interval(MIN_RATIO, math.inf)
+_COV = Array(ndim=2)
+_CONTEXT = Integer(1, None)
 
 
 def _check_array(name: str, value, *, positive: bool, minimum: float | None = None) -> np.ndarray:
@@ -134,6 +151,9 @@ def _m_kappa_parts(nu, inv_kappa):
     return 2.0 / (c + r), 2.0 / (r * (c + r))
 
 
+@declare(
+    x=Array(finite=False, within=Interval(0.0, math.inf, "right", allow_inf=True)), kappa=_RATIO
+)
 def wishart_stieltjes(x, kappa=np.inf):
     """``M_κ(x) = 2 / [(x + 1 − 1/κ) + √((x + 1 − 1/κ)² + 4x/κ)]`` (broadcasts).
 
@@ -283,6 +303,7 @@ def _icl_ridge(alpha, tau, inv_kappa, noise_var, ridge):
 
 
 @renamed(rho="noise_var")
+@declare(alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE, ridge=_RIDGE)
 def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     """Asymptotic in-context error ``e_ICL`` of the pretrained reduced linear attention (Lu et al.).
 
@@ -340,6 +361,7 @@ def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
 
 
 @renamed(rho="noise_var")
+@declare(alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE)
 def idg_error(alpha, tau, kappa, noise_var=0.0):
     """Asymptotic ridgeless in-distribution error ``e_IDG``: test prompts reuse the ``K = κd`` pretraining tasks.
 
@@ -396,16 +418,26 @@ def idg_error(alpha, tau, kappa, noise_var=0.0):
 
 
 @renamed(rho="noise_var")
+@declare(
+    gamma=_GAMMA,
+    alpha=_ALPHA,
+    noise_var=_NOISE_SCALAR,
+    task_mean=OrNone(Array(ndim=1)),
+    task_second_moment=OrNone(Array(ndim=2)),
+    task_pool=OrNone(Array(ndim=2)),
+)
 def error_of_gamma(
     gamma, alpha, noise_var, task_mean=None, task_second_moment=None, *, task_pool=None
 ):
     """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` (linear teacher).
 
     ``e = 1 + ρ + ((1+ρ)/d) tr(ΓᵀΓB) − (2/d) tr(ΓA)``, with ``A``, ``B`` built from the task moments
-    ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (chapter 3) and ``ℓ = αd`` with ``d = gamma.shape[0]``.
-    Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with a task pool
-    (``task_pool=``, as in :func:`nonlinear_error_of_gamma`) or its moments (:func:`task_moments`) it is the
-    in-distribution error ``e_IDG``.
+    ``μ̂ = E w`` and ``R̂ = E w wᵀ`` (chapter 3) and ``ℓ = αd`` with ``d = gamma.shape[0]``, for tasks of
+    norm ``√d``. Without task moments the error is for fresh tasks (``μ̂ = 0``, ``R̂ = I``: ``e_ICL``); with
+    a task pool (``task_pool=``, as in :func:`nonlinear_error_of_gamma`) or its moments
+    (:func:`task_moments`) it is the in-distribution error ``e_IDG``. A pool's rows may have any norm:
+    then ``1 + ρ`` becomes ``E y² = ‖w‖²/d + ρ`` inside the average over the rows, which also needs
+    ``E[‖w‖² w]`` and ``E ‖w‖⁴`` (so moments alone are accepted only with ``tr R̂ = d``).
 
     Parameters
     ----------
@@ -416,10 +448,10 @@ def error_of_gamma(
     noise_var
         Label-noise variance ``ρ >= 0``.
     task_mean, task_second_moment
-        ``(d,)`` and ``(d, d)``; both or neither.
+        ``(d,)`` and ``(d, d)``; both or neither; tasks of norm ``√d`` (``tr R̂ = d``).
     task_pool
-        ``None`` or a ``(K, d)`` array of task vectors; the same as passing its
-        :func:`task_moments` (not together with them).
+        ``None`` or a ``(K, d)`` array of non-zero task vectors (rows of any norm); not together
+        with the moments.
 
     Returns
     -------
@@ -432,31 +464,47 @@ def error_of_gamma(
     if task_pool is not None:
         if task_mean is not None or task_second_moment is not None:
             raise ValueError("pass task_pool or task_mean/task_second_moment, not both")
-        pool, _ = task_vectors("task_pool", task_pool, d)
-        task_mean, task_second_moment = task_moments(pool)
-    if (task_mean is None) != (task_second_moment is None):
+        pool, norms = task_vectors("task_pool", task_pool, d)
+        mu, r_hat = task_moments(pool)
+        # The moments a pool of any norm needs (for ‖w‖ = √d: s2 = s4 = 1 and v = μ̂).
+        sq = norms**2 / d
+        s2, s4 = float(sq.mean()), float((sq * sq).mean())
+        v = (sq[:, None] * pool).mean(axis=0)
+    elif (task_mean is None) != (task_second_moment is None):
         raise ValueError(
             "task_mean and task_second_moment must be given together (or both omitted)"
         )
-    if task_mean is None:
-        mu = np.zeros(d)
-        r_hat = np.eye(d)
+    elif task_mean is None:
+        mu, r_hat, s2, s4 = np.zeros(d), np.eye(d), 1.0, 1.0
+        v = mu
     else:
         mu = as_array("task_mean", task_mean, 1)
         if mu.shape != (d,):
             raise ValueError(f"task_mean must have shape ({d},), got {mu.shape}")
         r_hat = covariance("task_second_moment", task_second_moment, d)
+        # Two moments describe the error only for tasks of norm √d (E‖w‖² = tr R̂ = d); other
+        # norms need E[‖w‖² w] and E‖w‖⁴ too, which the pool itself gives.
+        mean_sq = float(np.trace(r_hat)) / d
+        if not abs(mean_sq - 1.0) <= 1e-8:
+            raise ValueError(
+                "task_second_moment must describe tasks of norm sqrt(d) (trace = d), got trace "
+                f"{mean_sq * d:.6g} for d = {d}; pass task_pool= for a pool of any norm"
+            )
+        s2, s4, v = 1.0, 1.0, mu
+    # Given w: E y² = m2(w) = ‖w‖²/d + ρ; E h = [w; m2]; E[h hᵀ] has blocks (d m2/ℓ) I + (1 + 1/ℓ) w wᵀ,
+    # (1 + 2/ℓ) m2 w and (1 + 2/ℓ) m2²; averaged over the tasks with the moments above.
     ell = alpha * d
+    m2_w = v + noise_var * mu  # E[m2(w) w]
     a_mat = np.empty((d + 1, d))
     a_mat[:d] = r_hat
-    a_mat[d] = (1 + noise_var) * mu
+    a_mat[d] = m2_w
     b_mat = np.empty((d + 1, d + 1))
-    b_mat[:d, :d] = np.eye(d) / alpha + (1 + 1 / ell) * r_hat / (1 + noise_var)
-    b_mat[d, :d] = b_mat[:d, d] = (1 + 2 / ell) * mu
-    b_mat[d, d] = (1 + noise_var) * (1 + 2 / ell)
+    b_mat[:d, :d] = (s2 + noise_var) * np.eye(d) / alpha + (1 + 1 / ell) * r_hat
+    b_mat[d, :d] = b_mat[:d, d] = (1 + 2 / ell) * m2_w
+    b_mat[d, d] = (1 + 2 / ell) * (s4 + 2 * noise_var * s2 + noise_var * noise_var)
     quad = np.einsum("ij,ij->", gamma @ b_mat, gamma)  # tr(Γᵀ Γ B) = tr(Γ B Γᵀ)
     lin = np.einsum("ij,ji->", gamma, a_mat)  # tr(Γ A)
-    return float(1 + noise_var + (1 + noise_var) / d * quad - 2 / d * lin)
+    return float(s2 + noise_var + quad / d - 2 / d * lin)
 
 
 class TaskMoments(NamedTuple):
@@ -489,6 +537,7 @@ class EquivalentTask(NamedTuple):
     rho_eff: float
 
 
+@declare(task_pool=Array(ndim=2))
 def task_moments(task_pool) -> TaskMoments:
     """Mean ``(d,)`` and second-moment matrix ``(d, d)`` of a ``(K, d)`` task pool (uniform over its rows)."""
     pool = as_array("task_pool", task_pool, 2)
@@ -521,6 +570,7 @@ def _teacher(link, *, allow_none: bool = False):
 
 
 @renamed(f="link", rho="noise_var")
+@declare(link=_LINK, noise_var=_NOISE_SCALAR)
 def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
     """The linear teacher that linear attention cannot tell apart from the teacher ``link`` (``f``).
 
@@ -569,6 +619,8 @@ def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
     try:
         mu1 = hermite.linear_component(link)
         rho_eff = hermite.effective_noise(link, noise_var)
+    except TypeError as exc:  # what the link returned is not a real number
+        raise TypeError(f"link must be a real function f(z): {exc}") from None
     except ValueError as exc:
         raise ValueError(
             f"link must have a finite second moment E f(Z)^2 under Z ~ N(0, 1): {exc}"
@@ -605,6 +657,7 @@ def _mapped(linear_error, mu1: float, rho_eff: float, ridge: float):
 
 
 @renamed(f="link", rho="noise_var")
+@declare(link=_LINK, alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE_SCALAR, ridge=_RIDGE)
 def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``link`` (``f``).
 
@@ -653,6 +706,7 @@ def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0
 
 
 @renamed(f="link", rho="noise_var")
+@declare(link=_LINK, alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE_SCALAR)
 def nonlinear_idg_error(link, alpha, tau, kappa, noise_var=0.0):
     """Asymptotic in-distribution error (test tasks = the ``K = κd`` pretraining tasks) for the teacher ``link``.
 
@@ -701,6 +755,13 @@ def _token_moments(
 
 
 @renamed(f="link", rho="noise_var")
+@declare(
+    gamma=_GAMMA,
+    link=OrNone(_LINK),
+    alpha=_ALPHA,
+    noise_var=_NOISE_SCALAR,
+    task_pool=OrNone(Array(ndim=2)),
+)
 def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> float:
     """Exact test error ``E (y_q − ⟨Γ, H_Z⟩)²`` of a given ``Γ`` at finite ``d`` for a single-index teacher.
 
@@ -806,6 +867,7 @@ def _gd_moments(input_cov, context_len, noise_var):
     return cov, n, s2, second
 
 
+@declare(preconditioner=_COV, input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
 
@@ -822,18 +884,25 @@ def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: flo
     )
 
 
+@declare(input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """The step ``η*`` minimising the risk of one plain GD step: ``tr(Λ²) / tr(S Λ)``.
 
     ``input_cov`` must be a non-zero ``(d, d)`` covariance (``Λ = 0`` has no best step: refused).
     """
-    cov, _, _, second = _gd_moments(input_cov, context_len, noise_var)
+    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
     if not np.any(cov):
         # Λ = 0: every step has the same risk σ², and tr(Λ²)/tr(SΛ) is 0/0.
         raise ValueError("input_cov must be non-zero (with Λ = 0 every step η has the same risk)")
-    return float(np.trace(cov @ cov) / np.trace(second @ cov))
+    # In units of c = a power of two near max|Λ| (exact): Λ = c L, S Λ = c³ (...), η* = (1/c) ×
+    # tr(L²)/tr(S_L L) with σ²/c in place of σ², so Λ ~ 1e-300 or 1e200 neither under- nor overflows.
+    c = 2.0 ** np.frexp(float(np.max(np.abs(cov))))[1]
+    unit = cov / c
+    second = (1 + 1 / n) * unit @ unit + ((np.trace(unit) + s2 / c) / n) * unit
+    return float(np.trace(unit @ unit) / np.trace(second @ unit) / c)
 
 
+@declare(input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
     """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
 
@@ -844,6 +913,7 @@ def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) 
     return np.linalg.inv((1 + 1 / n) * cov + ((np.trace(cov) + s2) / n) * np.eye(d))
 
 
+@declare(input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """``R* = tr Λ + σ² − tr(Λ Γ* Λ)``, the risk of the best one-step preconditioned GD predictor."""
     cov, _, s2, _ = _gd_moments(input_cov, context_len, noise_var)
@@ -854,6 +924,7 @@ def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 
 # --- glu: the best linear predictor of a quadratic task, the whitened step's excess risk (chapter 5) ---
 
 
+@declare(A=Array(ndim=None), noise_var=_NOISE_SCALAR)
 def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     """Risk of the best linear predictor ``uᵀx`` of ``y = xᵀAx + ε``, ``x ~ N(0, I_d)``: ``σ² + 2‖A‖_F² + (tr A)²``.
 
@@ -886,6 +957,9 @@ def best_linear_risk_quadratic(A, noise_var: float = 0.0):
     return float(risk) if a.ndim == 2 else risk
 
 
+@declare(
+    context_len=Array(within=Interval(1.0, math.inf)), dim=Integer(1, None), noise_var=_NOISE_SCALAR
+)
 def hermite_one_step_excess_risk(context_len, dim: int, noise_var: float = 0.0):
     """Exact excess risk of one GD step (``η = 1``) on the Hermite features, averaged over random quadratics.
 

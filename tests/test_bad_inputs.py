@@ -171,7 +171,7 @@ def test_tiny_ridge_at_threshold_is_exact_or_refused(ridge):
     try:
         value = theory.icl_error(1.0, 1.0, ridge=ridge, noise_var=0.01)
     except ValueError as err:
-        assert "ridge must be 0 or >=" in str(err)
+        assert "ridge must be 0 or in [1e-12" in str(err)
     else:
         assert np.isfinite(value) and value > 0
 

@@ -1,4 +1,8 @@
-"""Every public callable of ``icl_book`` is probed with bad inputs, or excluded here with a reason (issue 35).
+"""Every public callable of ``icl_book`` is probed with bad inputs, or excluded here with a reason.
+
+The bad values a declaration states are generated from it (``tests/test_declarations.py``, which
+also checks that every public callable is declared); this suite keeps the hand-written probes of
+what declarations do not state (shapes that must agree, callables' outputs, accepted values).
 
 "Public" is what the API page documents: every name in the ``__all__`` of every module
 (``tests.test_api_reference.public_names``), classes included; constants (tuples, dicts, numbers,
@@ -29,9 +33,11 @@ EXCLUDED: dict[str, str] = {
     "icl_book.checks.CheckFailed": _ERROR,
     "icl_book.checks.NotAnswered": _ERROR,
     "icl_book.train.TrainingDiverged": _ERROR,
+    "icl_book.limits.CostRefused": _ERROR,
     # functions without arguments: nothing to probe
     "icl_book.book.in_colab": "takes no argument (reads sys.modules)",
     "icl_book.plotting.use_book_style": "takes no argument (sets matplotlib's rcParams)",
+    "icl_book.limits.current_budget": "takes no argument (reads the budget in force)",
     # result containers
     "icl_book.attention.glu.TokenLayout": _RESULT + " (glu_token_layout, probed)",
     "icl_book.attention.lsa.LSAWeights": _RESULT + " (gd_lsa_weights, probed)",

@@ -28,11 +28,13 @@ import pytest
 import torch
 
 from icl_book import (
+    _declare,
     book,
     checks,
     estimators,
     features,
     hermite,
+    limits,
     plotting,
     simulate,
     stats,
@@ -74,6 +76,12 @@ _DEEP = deep.deep_bcd_weights(2, 2, 7, 0.5)
 
 def _arr(*a):
     return a
+
+
+def _within_budget(**kw):
+    """Enter and leave a budget block: its arguments are checked when it is entered."""
+    with limits.budget(**kw):
+        return 1.0
 
 
 # name -> (callable, positional args as {name: value} in order, keyword args, kinds)
@@ -336,6 +344,12 @@ SPECS = {
         dict(x=np.ones((3, 2))),
         dict(whitened=False),
         dict(x="array", whitened="flag"),
+    ),
+    "limits.budget": (
+        lambda **kw: _within_budget(**kw),
+        {},
+        dict(operations=1e10, bytes=2.0**30),
+        dict(operations="float+inf?", bytes="float+inf?"),  # inf: no limit, as documented
     ),
     "book.glue": (
         lambda value: book.glue("probe", value, ".3f"),
@@ -1265,6 +1279,7 @@ SPECS.update(
 # evaluated): the coverage test (tests/test_probe_coverage.py) counts a public name as probed when a
 # spec names it here or its callable is the public object itself.
 COVERS = {
+    "limits.budget": "icl_book.limits.budget",
     "book.glue": "icl_book.book.glue",
     "hermite.Link": "icl_book.hermite.Link",
     "features.feature_kernel": "icl_book.features.feature_kernel",
@@ -1419,6 +1434,25 @@ def _names(arg: str) -> tuple[str, ...]:
     return (arg, *ALIASES.get(arg, ()))
 
 
+# Kinds whose every bad value a declaration states (a number's interval, an integer's range, a flag,
+# options, an rng): for an argument a declaration constrains, tests/test_declarations.py generates
+# them, so this table no longer restates them; it keeps shapes, callables' outputs and the results of
+# accepted values, which a declaration does not state.
+_GENERATED_KINDS = ("int", "count", "float", "float+inf", "flag", "choice", "rng", "text")
+
+
+def covered_by_declaration(func, arg: str, kind: str) -> bool:
+    """Whether the declaration of ``func`` (or of the class it builds) states ``arg``'s bad values."""
+    target = getattr(func, "__init__", None) if isinstance(func, type) else func
+    declaration = getattr(target, "__declaration__", None)
+    constraint = declaration.constraints.get(arg) if declaration is not None else None
+    return (
+        constraint is not None
+        and not isinstance(constraint, _declare.Free)
+        and kind.rstrip("?") in _GENERATED_KINDS
+    )
+
+
 def probe(name: str, timeout: float | None = None):
     """Every (argument, mutation) of one callable: a list of (arg, label, outcome, detail)."""
     func, positional, keywords, kinds = SPECS[name]
@@ -1428,6 +1462,8 @@ def probe(name: str, timeout: float | None = None):
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         for arg, kind in kinds.items():
+            if covered_by_declaration(func, arg, kind):
+                continue
             base = {**positional, **keywords}
             for label, value, never_valid in _mutations(kind, base.get(arg)):
                 call = dict(base, **{arg: value})

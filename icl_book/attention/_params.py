@@ -8,14 +8,16 @@ built alike are identical); an ``init_scale`` of 0 gives all-zero weights and ne
 from __future__ import annotations
 
 import contextlib
+import contextvars
 
 import torch
 from torch import nn
 
 from .._validate import ArgumentTypeError, as_tensor, nonnegative_float
 
-# > 0 inside inputs_checked(): the forward passes then skip their input checks
-_CHECKED = [0]
+# True inside inputs_checked(): the forward passes then skip their input checks. A context variable,
+# not a process-wide switch: another thread (or asyncio task) keeps validating while one trains.
+_CHECKED = contextvars.ContextVar("icl_book_inputs_checked", default=False)
 
 
 @contextlib.contextmanager
@@ -27,11 +29,11 @@ def inputs_checked():
     :func:`torch.func.vmap`, where a data-dependent check (``isfinite(...).all()``) cannot run. A
     module whose forward pass has validated its inputs runs its layers inside it too.
     """
-    _CHECKED[0] += 1
+    token = _CHECKED.set(True)
     try:
         yield
     finally:
-        _CHECKED[0] -= 1
+        _CHECKED.reset(token)
 
 
 def prompt_tensors(xs, ys, x_query, *, dim: int, dtype, device):
@@ -41,7 +43,7 @@ def prompt_tensors(xs, ys, x_query, *, dim: int, dtype, device):
     except inside :func:`inputs_checked`, where they are only converted (as ``torch.as_tensor``, the
     same numbers); their shapes are always checked.
     """
-    if _CHECKED[0]:
+    if _CHECKED.get():
         xs, ys, x_query = (
             torch.as_tensor(a, dtype=dtype, device=device) for a in (xs, ys, x_query)
         )

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import heapq
 import itertools
+import math
 from dataclasses import dataclass
 from math import sqrt
 
@@ -42,6 +43,18 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._declare import (
+    Array,
+    Cost,
+    Flag,
+    Free,
+    Instance,
+    Integer,
+    Interval,
+    Options,
+    OrNone,
+    declare,
+)
 from .._validate import (
     ArgumentTypeError,
     _describe,
@@ -141,6 +154,32 @@ def _scratch_needed(order, kind: str) -> int:
     return need
 
 
+# Declared costs, in operations of about 1 ns on one core (icl_book.limits), measured here.
+def _deep_bcd_cost(a) -> tuple[float, float]:
+    """deep_bcd_weights: about 8 µs per cycle at width 7 (the layers of a cycle are shared, not copied)."""
+    w = float(a["width"])
+    return float(a["n_cycles"]) * (1e4 + 5.0 * w * w), 0.0
+
+
+def _deep_transformer_cost(a) -> tuple[float, float]:
+    """DeepTransformer: about 0.75 ms per block at width 6 (module construction), and its weights."""
+    w = float(a["width"])
+    h = 2.0 * w if a["hidden_dim"] is None else float(a["hidden_dim"])
+    weights = float(a["depth"]) * w * (2.0 * w + 3.0 * h)
+    return float(a["depth"]) * 1e6 + 10.0 * weights, 8.0 * weights
+
+
+def _learned_bcd_cost(a) -> tuple[float, float]:
+    """LearnedBCD: about 50 µs per layer (a step matrix and its parameter)."""
+    return float(a["depth"]) * 1e5, 0.0
+
+
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+    n_scratch=Integer(1, None),
+    kind=Options(FEATURE_KINDS),
+)
 def bcd_schedule(dim: int, degree: int, n_scratch: int, *, kind: str = "hermite"):
     """The construction's plan: which features (and carriers) each layer of one cycle writes.
 
@@ -354,6 +393,11 @@ def _compact(plan, n_scratch: int, rank, kind):
     return [(tuple(f), c) for f, c in zip(feats, carriers, strict=True)]
 
 
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+    kind=Options(FEATURE_KINDS),
+)
 def min_deep_width(dim: int, degree: int, *, kind: str = "hermite") -> int:
     """Smallest token width ``D`` for which :func:`deep_bcd_weights` has a plan (``d + 3`` up to degree 4).
 
@@ -534,6 +578,15 @@ def _layer_weights(dim, width, eta, held, n_features, prev_slot, kind) -> GLULSA
     return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, True)
 
 
+@declare(
+    dim=Integer(1, None),
+    degree=Integer(1, None),
+    width=Integer(3, None),
+    eta=Interval(0.0, math.inf, "neither"),
+    n_cycles=Integer(1, None),
+    kind=Options(FEATURE_KINDS),
+    cost=Cost(_deep_bcd_cost, "n_cycles × (10⁴ + 5 width²)"),
+)
 def deep_bcd_weights(
     dim: int, degree: int, width: int, eta: float, n_cycles: int = 1, *, kind: str = "hermite"
 ) -> DeepBCDWeights:
@@ -631,6 +684,10 @@ def _check_deep_weights(weights) -> DeepBCDWeights:
     return weights
 
 
+@declare(
+    tokens=Array(ndim=3),
+    layers=Free("a sequence of GLULSABlockWeights, each checked in the body"),
+)
 def deep_forward(tokens, layers) -> np.ndarray:
     """Run the layers (a sequence of ``GLULSABlockWeights``) on token matrices ``(B, D, N+1)``; same shape out."""
     z = as_array("tokens", tokens)
@@ -652,6 +709,12 @@ def deep_forward(tokens, layers) -> np.ndarray:
     return z
 
 
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    weights=Instance((DeepBCDWeights,)),
+)
 def deep_predict(xs, ys, x_query, weights: DeepBCDWeights) -> np.ndarray:
     """Prediction of the stack, computed by running every layer on the token matrix; shape ``(B,)``.
 
@@ -721,6 +784,20 @@ class DeepTransformer(nn.Module):
         Of the parameters (float64 on the CPU by default).
     """
 
+    @declare(
+        dim=Integer(1, None),
+        width=Integer(3, None),
+        depth=Integer(1, None),
+        hidden_dim=OrNone(Integer(1, None)),
+        init_scale=OrNone(Interval(0.0, math.inf)),
+        zero_init_residual=Flag(),
+        label_norm=Flag(),
+        output_bound=OrNone(Interval(0.0, math.inf, "neither")),
+        generator=Free("a torch.Generator (required when init_scale > 0), checked by _params"),
+        dtype=Free("a floating torch.dtype, checked by _params.check_dtype"),
+        device=Free("a torch.device or its name, checked by _params.check_device"),
+        cost=Cost(_deep_transformer_cost, "depth × (10⁶ + 10 width (2 width + 3 hidden_dim))"),
+    )
     def __init__(
         self,
         dim: int,
@@ -848,6 +925,17 @@ class LearnedBCD(nn.Module):
         Of the parameters and buffers.
     """
 
+    @declare(
+        dim=Integer(1, None),
+        degree=Integer(1, None),
+        width=Integer(3, None),
+        depth=Integer(1, None),
+        eta0=Interval(0.0, math.inf, "neither"),
+        kind=Options(FEATURE_KINDS),
+        dtype=Free("a floating torch.dtype, checked by _params.check_dtype"),
+        device=Free("a torch.device or its name, checked by _params.check_device"),
+        cost=Cost(_learned_bcd_cost, "depth × 10⁵"),
+    )
     def __init__(
         self,
         dim: int,

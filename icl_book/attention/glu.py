@@ -27,12 +27,14 @@ The explicit construction (:func:`glu_lsa_block_weights`) writes ``q(x)`` with `
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
+from .._declare import Array, Flag, Free, Instance, Integer, Interval, Options, OrNone, declare
 from .._validate import (
     as_array,
     as_tensor,
@@ -100,6 +102,9 @@ class GLULSABlockWeights(NamedTuple):
     constant: bool
 
 
+@declare(
+    dim=Integer(1, None),
+)
 def quadratic_feature_pairs(dim: int) -> list[tuple[int, int]]:
     """The index pairs ``(j, k)``, ``j <= k``, of the quadratic features, in the book's order.
 
@@ -110,6 +115,10 @@ def quadratic_feature_pairs(dim: int) -> list[tuple[int, int]]:
     return [(j, k) for j in range(dim) for k in range(j, dim)]
 
 
+@declare(
+    x=Array(),
+    whitened=Flag(),
+)
 def quadratic_features(x, *, whitened: bool = False) -> np.ndarray:
     """Quadratic features of ``x`` (shape ``(..., d)``), shape ``(..., d(d+1)/2)``, in pair order.
 
@@ -141,6 +150,11 @@ class TokenLayout(NamedTuple):
     embed_dim: int
 
 
+@declare(
+    dim=Integer(1, None),
+    n_scratch=Integer(0, None),
+    constant=Flag(),
+)
 def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> TokenLayout:
     """The token layout ``[x; 1; scratch; y]`` of width ``D = dim + constant + n_scratch + 1``.
 
@@ -158,6 +172,11 @@ def glu_token_layout(dim: int, n_scratch: int, *, constant: bool = True) -> Toke
     )
 
 
+@declare(
+    dim=Integer(1, None),
+    eta=Interval(),
+    features=Options(_FEATURES),
+)
 def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> GLULSABlockWeights:
     """Weights of one LSA+GLU block whose prediction is one GD step on polynomial-kernel regression.
 
@@ -246,6 +265,13 @@ def _check_weights(weights) -> GLULSABlockWeights:
     return GLULSABlockWeights(w1, w2, w3, w_kq, w_pv, dim, constant)
 
 
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    n_scratch=Integer(0, None),
+    constant=Flag(),
+)
 def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True) -> np.ndarray:
     """Token matrices ``Z`` of a batch of prompts, shape ``(B, D, N+1)`` (tokens are columns).
 
@@ -258,6 +284,10 @@ def glu_embed_prompts(xs, ys, x_query, n_scratch: int, *, constant: bool = True)
     return z.swapaxes(-1, -2)
 
 
+@declare(
+    tokens=Array(ndim=3),
+    weights=Instance((GLULSABlockWeights,)),
+)
 def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
     """Run one block (GLU on every token, then LSA) on token matrices ``(B, D, N+1)``; same shape out.
 
@@ -272,6 +302,12 @@ def glu_lsa_block_forward(tokens, weights: GLULSABlockWeights) -> np.ndarray:
     return _lsa_update(_glu_update(z, w1, w2, w3), w_kq, w_pv)
 
 
+@declare(
+    z=Array(ndim=3),
+    w1=Array(ndim=2),
+    w2=Array(ndim=2),
+    w3=Array(ndim=2),
+)
 def glu_update(z: np.ndarray, w1: np.ndarray, w2: np.ndarray, w3: np.ndarray) -> np.ndarray:
     """The bilinear GLU on every column token of ``z (B, D, N+1)``: ``z + W_3 [(W_1 z) ⊙ (W_2 z)]``.
 
@@ -300,6 +336,12 @@ def _glu_update(z, w1, w2, w3):
     return layers._glu(z.swapaxes(-1, -2), w1, w2, w3).swapaxes(-1, -2)
 
 
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    weights=Instance((GLULSABlockWeights,)),
+)
 def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.ndarray:
     """Prediction of one LSA+GLU block, computed by running it on the tokens: ``ŷ = −Z'[y, query]``; ``(B,)``.
 
@@ -351,6 +393,14 @@ class GLUFeedForward(nn.Module):
     w3 : Parameter (D, H)
     """
 
+    @declare(
+        embed_dim=Integer(1, None),
+        hidden_dim=Integer(0, None),
+        init_scale=OrNone(Interval(0.0, math.inf)),
+        generator=Free("a torch.Generator (required when init_scale > 0), checked by _params"),
+        dtype=Free("a floating torch.dtype, checked by _params.check_dtype"),
+        device=Free("a torch.device or its name, checked by _params.check_device"),
+    )
     def __init__(
         self,
         embed_dim: int,
@@ -378,7 +428,7 @@ class GLUFeedForward(nn.Module):
     def forward(self, e: torch.Tensor) -> torch.Tensor:
         """``e + ((e W_1ᵀ) ⊙ (e W_2ᵀ)) W_3ᵀ`` for tokens ``e`` of shape ``(..., D)`` (a tensor or a NumPy
         array, converted to the layer's dtype and device)."""
-        if not _CHECKED[0]:
+        if not _CHECKED.get():
             p = self.w1
             e = as_tensor("e", e, dtype=p.dtype, device=p.device)
             if e.ndim < 1:
@@ -431,6 +481,16 @@ class TransformerBlock(nn.Module):
     w_kq, w_pv : Parameter (D, D)
     """
 
+    @declare(
+        dim=Integer(1, None),
+        n_scratch=Integer(0, None),
+        hidden_dim=Integer(0, None),
+        constant=Flag(),
+        init_scale=OrNone(Interval(0.0, math.inf)),
+        generator=Free("a torch.Generator (required when init_scale > 0), checked by _params"),
+        dtype=Free("a floating torch.dtype, checked by _params.check_dtype"),
+        device=Free("a torch.device or its name, checked by _params.check_device"),
+    )
     def __init__(
         self,
         dim: int,

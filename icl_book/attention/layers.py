@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._declare import Flag, Free, Integer, declare
 from .._validate import (
     ArgumentTypeError,
     as_array,
@@ -46,8 +47,9 @@ __all__ = ["embed", "lsa", "glu", "readout", "bcd_steps"]
 
 def _checked(name: str, value, like, ndim: int | None = None):
     """``value`` validated as :func:`~icl_book._validate.as_array` does (real, finite) and of the kind of
-    ``like`` (the tokens): a tensor of ``like``'s floating dtype and device, or a NumPy array (floating
-    arrays are kept as they are, others become float64)."""
+    ``like`` (the tokens): a tensor of ``like``'s floating dtype and device, or a float64 NumPy array
+    (float16/float32 NumPy input is computed in float64, never in the precision it came in: the
+    NumPy functions return float64, and a float16 product was 6.8e-5 off)."""
     if isinstance(like, torch.Tensor):
         dtype = like.dtype if like.is_floating_point() else torch.float64
         if _under_vmap(value):  # no data-dependent check can run there: dtype and shape only
@@ -59,8 +61,7 @@ def _checked(name: str, value, like, ndim: int | None = None):
                 )
             return value.to(dtype=dtype, device=like.device)
         return as_tensor(name, value, dtype=dtype, device=like.device, ndim=ndim)
-    arr = as_array(name, value, ndim)
-    return value if isinstance(value, np.ndarray) and value.dtype.kind == "f" else arr
+    return as_array(name, value, ndim)
 
 
 def _under_vmap(value) -> bool:
@@ -89,6 +90,19 @@ def _t(a):
     return a.swapaxes(-1, -2)
 
 
+@declare(
+    xs=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    ys=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    x_query=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    n_scratch=Integer(0, None),
+    constant=Flag(),
+)
 def embed(xs, ys, x_query, *, n_scratch: int = 0, constant: bool = False):
     """Row tokens ``(..., N+1, D)`` of prompts: ``[x_i; 1; 0 (n_scratch); y_i]``, the query last with ``y = 0``.
 
@@ -139,6 +153,19 @@ def _embed(xs, ys, x_query, *, n_scratch: int = 0, constant: bool = False):
     return cat(parts, -1)
 
 
+@declare(
+    z=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_kq=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_pv=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    n_queries=Integer(1, None),
+    queries_only=Flag(),
+)
 def lsa(z, w_kq, w_pv, *, n_queries: int = 1, queries_only: bool = False):
     """Linear self-attention on row tokens ``z (..., T, D)``; the last ``n_queries`` tokens are queries.
 
@@ -169,6 +196,20 @@ def _lsa(z, w_kq, w_pv, *, n_queries: int = 1, queries_only: bool = False):
     return z + z @ update
 
 
+@declare(
+    z=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w1=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w2=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w3=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+)
 def glu(z, w1, w2, w3):
     """The bilinear GLU on every row token of ``z (..., T, D)``: ``z + ((z W_1ᵀ) ⊙ (z W_2ᵀ)) W_3ᵀ``.
 
@@ -190,6 +231,11 @@ def _glu(z, w1, w2, w3):
     return z + ((z @ _t(w1)) * (z @ _t(w2))) @ _t(w3)
 
 
+@declare(
+    z=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+)
 def readout(z):
     """The prediction from row tokens ``(..., T, D)``: ``−z[..., −1, −1]`` (the last token's ``y`` slot)."""
     return _readout(_tokens("z", z))
@@ -199,6 +245,15 @@ def _readout(z):
     return -z[..., -1, -1]
 
 
+@declare(
+    r=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    pred=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    steps=Free("a sequence of (phi, q, gamma) triples, each checked in the body"),
+)
 def bcd_steps(r, pred, steps):
     """Block-coordinate descent steps in residual form, the updates of a deep stack's ``y`` slots.
 

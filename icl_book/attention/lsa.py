@@ -28,12 +28,14 @@ key-query score of token ``i`` is ``z_iᵀ W^{KQ} z_q = x_iᵀ Γᵀ x_q = x_q�
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from .._compat import renamed
+from .._declare import Array, Free, Integer, Interval, OrNone, declare
 from .._validate import (
     as_array,
     as_tensor,
@@ -59,6 +61,11 @@ __all__ = [
 ]
 
 
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+)
 def token_matrix(xs, ys, x_query) -> np.ndarray:
     """Stack prompts into token matrices ``Z``; shape ``(B, d+1, N+1)``.
 
@@ -81,6 +88,11 @@ def _weights(w_kq, w_pv, dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @renamed(W_KQ="w_kq", W_PV="w_pv")
+@declare(
+    Z=Array(),
+    w_kq=Array(ndim=2),
+    w_pv=Array(ndim=2),
+)
 def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
     """One LSA layer ``LSA(Z) = Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with ``M = diag(I_N, 0)``.
 
@@ -109,6 +121,11 @@ def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
     return out[0] if single else out
 
 
+@declare(
+    z=Array(ndim=3),
+    w_kq=Array(ndim=2),
+    w_pv=Array(ndim=2),
+)
 def lsa_update(z: np.ndarray, w_kq: np.ndarray, w_pv: np.ndarray) -> np.ndarray:
     """The LSA update on column tokens ``z (B, D, N+1)``: ``z + (1/N) W^{PV} Z M Zᵀ W^{KQ} z``.
 
@@ -128,6 +145,20 @@ def _lsa_update(z, w_kq, w_pv):
     return layers._lsa(z.swapaxes(-1, -2), w_kq, w_pv).swapaxes(-1, -2)
 
 
+@declare(
+    ctx=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    z_query=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_kq=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_pv_y=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+)
 def lsa_query_readout(ctx, z_query, w_kq, w_pv_y):
     """``(1/N) Σ_i (w_pv_y · z_i)(z_iᵀ W^{KQ} z_q)`` for torch row tokens: the query's label slot.
 
@@ -168,6 +199,18 @@ def _query_readout(ctx, z_query, w_kq, w_pv_y):
     return ((ctx @ w_pv_y) * scores[..., 0]).mean(dim=1)
 
 
+@declare(
+    z=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_kq=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    w_pv=Free(
+        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
+    ),
+    n_queries=Integer(1, None),
+)
 def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
     """Linear self-attention on torch row tokens ``z (B, T, D)``; the last ``n_queries`` are queries.
 
@@ -190,6 +233,11 @@ class LSAWeights(NamedTuple):
     w_pv: np.ndarray
 
 
+@declare(
+    dim=Integer(1, None),
+    eta=Interval(),
+    preconditioner=OrNone(Array(ndim=2)),
+)
 def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> LSAWeights:
     """LSA weights whose prediction is one (preconditioned) GD step from ``w = 0``.
 
@@ -235,6 +283,13 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> LSAWeights:
 
 
 @renamed(W_KQ="w_kq", W_PV="w_pv")
+@declare(
+    xs=Array(ndim=3),
+    ys=Array(ndim=2),
+    x_query=Array(ndim=2),
+    w_kq=Array(ndim=2),
+    w_pv=Array(ndim=2),
+)
 def lsa_predict(xs, ys, x_query, w_kq, w_pv) -> np.ndarray:
     """Prediction of one LSA layer at the query, ``ŷ = −[LSA(Z)]_{d+1, N+1}``; shape ``(B,)``.
 
@@ -281,6 +336,13 @@ class LinearSelfAttention(torch.nn.Module):
     (3, 3)
     """
 
+    @declare(
+        dim=Integer(1, None),
+        init_scale=Interval(0.0, math.inf),
+        generator=Free("a torch.Generator (required when init_scale > 0), checked by _params"),
+        dtype=Free("a floating torch.dtype, checked by _params.check_dtype"),
+        device=Free("a torch.device or its name, checked by _params.check_device"),
+    )
     def __init__(
         self,
         dim: int,

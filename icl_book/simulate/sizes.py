@@ -16,6 +16,20 @@ import numpy as np
 
 from .._blas import one_blas_thread
 from .._compat import NOISE_VAR, renamed
+from .._declare import (
+    AnyOf,
+    Array,
+    Flag,
+    Integer,
+    Interval,
+    Options,
+    OrNone,
+    Rng,
+    declare,
+)
+from .._declare import (
+    Callable as CallableArg,
+)
 from .._validate import (
     as_array,
     callable_output,
@@ -29,6 +43,7 @@ from .._validate import (
     size_limit,
     task_vectors,
 )
+from ..hermite import LINKS
 from ..tasks import sample_task_pool
 
 #: Prompts are drawn in blocks of this many (fixed, so that a seed always gives the same prompts).
@@ -62,10 +77,19 @@ class ProblemSizes(NamedTuple):
     n_tasks: int | None
 
 
+#: Largest ratio α, τ or κ (and dimension) a size is computed from: ``⌊αd⌉`` stays an exact integer.
+MAX_RATIO = 1e12
+MAX_DIM = 10**6
+_RATIO = Interval(0.0, MAX_RATIO, "right")
+_KAPPA = AnyOf((_RATIO, Interval(math.inf, math.inf, allow_inf=True)))
+_LINK = OrNone(CallableArg(names=tuple(LINKS)))
+
+
 def _round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
+@declare(dim=Integer(1, MAX_DIM), alpha=_RATIO, tau=_RATIO, kappa=_KAPPA)
 def problem_sizes(dim: int, alpha: float, tau: float, kappa: float = np.inf) -> ProblemSizes:
     """Integer sizes ``(ℓ, n, K)`` of a simulation, as a :class:`ProblemSizes` (unpacks like a tuple).
 
@@ -101,6 +125,7 @@ def problem_sizes(dim: int, alpha: float, tau: float, kappa: float = np.inf) -> 
     return ProblemSizes(ell, n, k)
 
 
+@declare(xs=Array(ndim=3), ys=Array(ndim=2))
 def reduced_features(xs, ys) -> np.ndarray:
     """``h = [(d/ℓ) Σ_i y_i x_i, (1/ℓ) Σ_i y_i²]`` of a batch of explicit prompts (the naive way, ``O(ℓd)``).
 
@@ -154,6 +179,17 @@ def _wishart_context(rng, b: int, ell: int, dim: int, norm, sd_noise: float):
 
 
 @renamed(n_prompts="batch", rho="noise_var")
+@declare(
+    batch=Integer(1, None),
+    context_len=Integer(1, None),
+    dim=Integer(1, MAX_DIM),
+    rng=Rng(),
+    noise_var=Interval(0.0, 1e100),
+    task_pool=OrNone(Array(ndim=2)),
+    link=_LINK,
+    return_tasks=Flag(),
+    sampler=Options(("labels", "wishart")),
+)
 @one_blas_thread
 def sample_reduced_prompts(
     batch: int,

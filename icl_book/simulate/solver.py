@@ -23,6 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from .._blas import one_blas_thread
+from .._declare import Array, Integer, Interval, Options, OrNone, declare
 from .._validate import (
     as_array,
     choice,
@@ -225,6 +226,16 @@ def _solve_dense(x_query, h, rhs, apply, n, shift, tol, max_rounds, single):
     )
 
 
+@declare(
+    x_query=Array(ndim=2),
+    h=Array(ndim=2),
+    y_query=Array(ndim=1),
+    ridge=Interval(0.0, 1e100),
+    tol=Interval(0.0, 1.0, "right"),
+    max_iter=OrNone(Integer(1, None)),
+    preconditioning=Options(("auto", "none")),
+    solver=Options(("pcg", "dense", "auto")),
+)
 @one_blas_thread
 def solve_reduced_ridge(
     x_query,

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas import OneBlasThread
+from .._declare import Free, declare
 from .._validate import choice, nonnegative_float, nonnegative_int, positive_float, positive_int
 from ..hermite import get_link
 from ..stats import mean_sem
@@ -175,6 +176,13 @@ def _link_name(link) -> str | None:
     return getattr(link, "name", None) or getattr(link, "__name__", None) or repr(link)
 
 
+@declare(
+    points=Free(
+        "each point is checked by its keys here, then by pretrain_reduced_lsa's declaration"
+    ),
+    seeds=Free("a list of distinct seeds or seed tuples, checked one by one in the body"),
+    executor=Free("any object with submit(); None runs the points in this process"),
+)
 def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
     """Pretrain and evaluate the reduced linear attention at many parameter points and seeds.
 
