@@ -29,7 +29,16 @@ import numpy as np
 
 from . import add_root_option, find_root
 
-__all__ = ["SIMULATIONS", "teacher_table", "simulate_set", "build_data", "write", "check", "main"]
+__all__ = [
+    "SIMULATIONS",
+    "teacher_table",
+    "limit_accuracy",
+    "simulate_set",
+    "build_data",
+    "write",
+    "check",
+    "main",
+]
 
 DATA_JS = Path("_extra/explorer/iclTheoryData.js")
 FIGURE = Path("_extra/explorer/explorer-static.png")
@@ -161,10 +170,37 @@ def read(root: Path) -> dict:
     return json.loads(text[len(PREFIX) :].rstrip().removesuffix(";"))
 
 
+def limit_accuracy() -> float:
+    """The largest relative error of the package's μ_1 → 0 limit over the explorer's ranges.
+
+    For a teacher with μ_1 = 0 the ridgeless errors are exactly the no-learning error
+    ``(E f² + ρ)/(1 − τ)`` (τ < 1) or ``(E f² + ρ) τ/(τ − 1)`` (τ > 1), for e_ICL and e_IDG alike, at every
+    α and κ; :func:`icl_book.theory.nonlinear_icl_error` reaches them by a two-point extrapolation whose
+    error grows with α/κ. Measured here on the phase diagram's 36 × 36 grid of (κ, α) (and κ = ∞) at
+    every τ of the slider (20 per decade from 0.1 to 100, τ = 1 left out): the page shows a gap smaller
+    than twice this (the two errors' deviations added) as exactly 0. The relative error does not depend on
+    ρ or the teacher (the extrapolation runs at ρ_eff/μ_1² = 10⁵ whatever they are).
+    """
+    from icl_book import hermite, theory
+
+    grid = 10 ** (-1 + 3 * (np.arange(36) + 0.5) / 36)  # explorer.js: GRID
+    kappas = np.append(grid, np.inf)
+    taus = np.array([t for t in np.round(10.0 ** (np.arange(61) / 20 - 1), 12) if t != 1.0])
+    aa, kk, tt = np.meshgrid(grid, kappas, taus, indexing="ij")
+    link, rho = hermite.LINKS["abs"], 0.01
+    base = hermite.second_moment(link) + rho
+    exact = np.where(tt < 1, base / (1 - tt), base * tt / (tt - 1))
+    worst = 0.0
+    for error in (theory.nonlinear_icl_error, theory.nonlinear_idg_error):
+        worst = max(worst, float(np.max(np.abs(error(link, aa, tt, kk, rho) / exact - 1))))
+    return worst
+
+
 def build_data(simulations: list[dict]) -> dict:
     return {
         "generator": "python -m booktools.explorer_data",
         "teachers": teacher_table(),
+        "mu1_zero_rel_error": limit_accuracy(),
         "simulations": simulations,
     }
 
@@ -203,6 +239,13 @@ def check(root: Path) -> list[str]:
         return [f"cannot read {DATA_JS}: {exc}"]
     if not _same_table(data.get("teachers"), teacher_table()):
         problems.append("the teacher table differs from icl_book.hermite")
+    measured = data.get("mu1_zero_rel_error")
+    if not isinstance(measured, float) or not math.isclose(
+        measured, limit_accuracy(), rel_tol=1e-3
+    ):
+        problems.append(
+            "the measured accuracy of the μ_1 → 0 limit differs from a fresh measurement"
+        )
     if _plan(data.get("simulations", [])) != _wanted_plan():
         problems.append("the simulated sets differ from booktools.explorer_data.SIMULATIONS")
     if not (root / FIGURE).exists():

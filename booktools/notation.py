@@ -12,6 +12,14 @@ the notation page and never checked. ``tests/test_notation.py`` runs the scan on
 What the scan sees: definitions inside ``$…$`` and ``$$…$$`` of a chapter's markdown (code cells
 excluded). A definition in words ("let $p$ be the last row") is not seen; the registry's forms cover the
 book's own definitions, and a new meaning written as a formula fails the test.
+
+The symbol scans read the same math. :func:`undefined` names a symbol that is neither registered, nor in
+:data:`LOCAL`, nor defined in its chapter (a definition clause, or a lone symbol right after a noun: "with
+eigenvalues $\\Lambda_j$"); :func:`other_meanings` a registered letter used as a running index, a scalar
+parameter used as a subscripted family, or a bare registered letter redefined; :func:`shared_unregistered`
+an unregistered symbol used in several chapters; :func:`second_names` two variants of a letter defined by one
+formula. A registered letter given a new meaning without any formula or subscript (an eigenvalue written
+$\\lambda$ in a density) is not seen: such a use reads like the registered one.
 """
 
 from __future__ import annotations
@@ -31,8 +39,14 @@ __all__ = [
     "LOCAL",
     "SECTIONS",
     "PENDING",
+    "Local",
     "definitions",
     "clashes",
+    "undefined",
+    "other_meanings",
+    "shared_unregistered",
+    "second_names",
+    "PENDING_SHARED",
     "render_page",
     "main",
 ]
@@ -40,7 +54,7 @@ __all__ = [
 PAGE = Path("chapters/notation.md")
 # A right-hand side that only sets a parameter to a value (numbers, other parameters, a set of values).
 _VALUE_TOKENS = re.compile(
-    r"\\(infty|times|cdot|tfrac|frac|dfrac|pm|approx|ldots|dots|sigma\^2|rho|tau|alpha|kappa|lambda|ell"
+    r"\\(infty|to|times|cdot|tfrac|frac|dfrac|pm|approx|ldots|dots|sigma\^2|rho|tau|alpha|kappa|lambda|ell"
     r"|\{|\})|[\d.,\s{}^()+\-*/=]|(?<![A-Za-z\\])(d|N|K|n|F|I_d|I)(?![A-Za-z])"
 )
 
@@ -107,6 +121,13 @@ def _s(tex, meaning, section, *forms, lhs=None):
 REGISTRY: tuple[Symbol, ...] = (
     # --- the task -------------------------------------------------------------------------------------
     _s("d", "input dimension", "task"),
+    _s(
+        r"x,\ y",
+        "an input and its label ($y = w^\\top x + \\varepsilon$, or $f(x^\\top w) + \\varepsilon$)",
+        "task",
+        *ANY,
+        lhs=r"[xy]",
+    ),
     _s(
         "N",
         "context length: the number of labelled examples in a prompt (chapters 0–2, 5–6)",
@@ -190,6 +211,28 @@ REGISTRY: tuple[Symbol, ...] = (
     ),
     _s("S", "$S = \\E[g g^\\top]$, the second moment of $g$", "task", r"\\Lambda\^2", r"\\E\[g"),
     _s(
+        r"\hat g",
+        "an estimate of an average like $g$ from a sample ($\\frac1n\\sum_i f(s_i) x_i$, "
+        "$\\frac1N\\sum_i y_i\\phi(x_i)$)",
+        "task",
+        r"\\frac1[nN]\s*\\sum",
+        lhs=r"\\hat\{?g\}?",
+    ),
+    _s(
+        r"\hat\Sigma",
+        "a sample covariance $X^\\top X/n$ of the rows of a design matrix",
+        "task",
+        r"X\^\\top\s*X",
+        lhs=r"\\hat\\Sigma",
+    ),
+    _s(
+        "R",
+        "the test risk $\\E(y_q - \\hat y)^2$ of a predictor, e.g. $R(\\eta)$ of one GD step",
+        "task",
+        *ANY,
+        lhs=r"R(\(.*\))?",
+    ),
+    _s(
         r"L(w)",
         "the least-squares loss of a context, $\\frac1{2N}\\sum_i (w^\\top x_i - y_i)^2$",
         "task",
@@ -246,11 +289,11 @@ REGISTRY: tuple[Symbol, ...] = (
         lhs=r"v(\^\\top)?|v_[xy]",
     ),
     _s(
-        r"\eta",
+        r"\eta,\ \eta^\star",
         "a gradient-descent step size; $\\eta^\\star$ the best one",
         "attention",
         *ANY,
-        lhs=r"\\eta",
+        lhs=r"\\eta(\^\\star)?",
     ),
     _s(
         r"\Gamma",
@@ -315,6 +358,7 @@ REGISTRY: tuple[Symbol, ...] = (
         "prompt)",
         "theory",
         r"K\s*/\s*d",
+        r"^1\s*/\s*\(1\s*\+\s*x\^\*\)$",  # the location of the peak of k*
     ),
     _s(
         "n",
@@ -377,6 +421,12 @@ REGISTRY: tuple[Symbol, ...] = (
         "theory",
         *ANY,
         lhs=r"m\^\*|\\mu\^\*|k\^\*",
+    ),
+    _s(
+        r"\omega",
+        "the auxiliary $\\omega = (1-\\tau)x^*/(\\tau\\mu^*)$ of the $\\tau < 1$ in-distribution result",
+        "theory",
+        r"\(1\s*-\s*\\tau\)\s*x\^\*",
     ),
     _s(
         r"\chi,\ \nu",
@@ -508,13 +558,6 @@ REGISTRY: tuple[Symbol, ...] = (
     ),
 )
 
-# Letters that are indices or scratch names: defined where they are used, never book-wide.
-LOCAL = (
-    "i, j, k, m, t: indices",
-    "a, b, c, q, r, u, $G$, $\\xi$: scratch names of a proof, an exercise or a paragraph, defined where they are used "
-    "(e.g. $c$ for the label row of $W^{KQ}$ in chapters 2–3, $u = w/\\|w\\|$ in chapters 3–4)",
-    "$z$: the argument of a function of one real variable ($\\He_k(z)$, $f(z)$)",
-)
 
 _INTRO = """\
 (notation)=
@@ -564,7 +607,7 @@ def render_page() -> str:
         "## Local names\n",
         "These are not book-wide; each use defines them where it needs them:\n",
     ]
-    out += [f"- {item}" for item in LOCAL]
+    out += [f"- ${entry.symbols}$: {entry.meaning}" for entry in LOCAL]
     out += ["", _TYPOGRAPHY]
     return "\n".join(out)
 
@@ -575,7 +618,8 @@ _CODE = re.compile(r"^```\{code-cell\}.*?^```\s*$", re.S | re.M)
 _MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", re.S)
 _SEP = re.compile(r"(?<!\\),|;|&|\\\\|\\quad|\\qquad|\\text\{[^}]*\}|\\;|\\:")
 _REL = re.compile(
-    r"^(?P<lhs>.+?)\s*(?P<rel>:=|=|\\in(?![a-z])|\\sim(?![a-z]))\s*(?P<rhs>.*)$", re.S
+    r"^(?P<lhs>.+?)\s*(?P<rel>:=|=|\\in(?![a-z])|\\sim(?![a-z])|\\propto(?![a-z]))\s*(?P<rhs>.*)$",
+    re.S,
 )
 
 
@@ -638,6 +682,283 @@ def clashes(text: str, path: str = "<text>") -> list[str]:
     return found
 
 
+# --- symbols used but defined nowhere --------------------------------------------------------------------
+
+_GREEK = (
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho "
+    "varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma "
+    "Upsilon Phi Psi Omega"
+).split()
+_DECOR = r"\\(?:hat|tilde|bar|widetilde|widehat|mathcal|mathbf)\s*\{?\s*"
+_TOKEN = re.compile(
+    r"(?P<index>[_^]\{?)?"
+    rf"(?P<dec>(?:{_DECOR})?)(?P<base>\\(?:{'|'.join(_GREEK)})(?![A-Za-z])|(?<![\\A-Za-z])[A-Za-z])"
+    r"(?P<star>\^\s*(?:\*|\{\*\}|\\star))?"
+)
+_SUBSCRIPTED = re.compile(r"\s*\}?\s*_")
+# Text inside math that is not a symbol: words, labels, operator names, upright subscripts (e_{\rm ICL}).
+_NOT_SYMBOLS = re.compile(
+    r"\\(?:text|mathrm|operatorname|label|tag|rm)\s*\{[^{}]*\}|\\rm\s*[A-Za-z]+|\^\{[A-Z]{2,}\}"
+    r"|\\(?:begin|end)\{[a-z*]+\}"
+)
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+
+
+def _tokens(math: str, indices: bool = False):
+    """The symbols of a math string: ``(symbol, subscripted)``, ``symbol`` with its decoration
+    (``\\tilde\\mu``, ``\\hat y``, ``\\mathcal M``); commands other than Greek letters are skipped.
+    A symbol that is itself a sub- or superscript (the ``K`` of ``W_K``, the ``\\mu`` of ``x_\\mu``) is an
+    index: yielded only with ``indices=True``, and then only the indices."""
+    math = _NOT_SYMBOLS.sub(" ", math)
+    keep = set(_GREEK) | {
+        "hat",
+        "tilde",
+        "bar",
+        "widetilde",
+        "widehat",
+        "mathcal",
+        "mathbf",
+        "star",
+    }
+    # a dropped command leaves a mark, so that its sub- and superscripts (\sum_i) attach to nothing
+    math = _COMMAND.sub(lambda m: m.group(0) if m.group(1) in keep else " # ", math)
+    for m in _TOKEN.finditer(math):
+        if bool(m.group("index")) != indices:
+            continue
+        dec = re.sub(r"[\s{]", "", m.group("dec"))
+        sub = _SUBSCRIPTED.match(math, m.end()) is not None
+        star = "^*" if m.group("star") else ""  # x^*, \eta^\star: a symbol of its own
+        yield (f"{dec} {m.group('base')}{star}" if dec else m.group("base") + star), sub
+
+
+def _symbol_keys(tex: str) -> set[str]:
+    """The symbols a registry or local entry names: the first symbol of each comma-separated piece (a
+    subscripted entry ``h_k`` names ``h_``: only subscripted uses of ``h``)."""
+    keys = set()
+    for piece in re.split(r",\\\s", tex):
+        first = next(_tokens(piece), None)
+        if first is not None:
+            keys.add(f"{first[0]}_" if first[1] else first[0])
+    return keys
+
+
+@dataclass(frozen=True)
+class Local:
+    """Letters that are not book-wide: ``symbols`` (TeX, comma separated) and what they are for."""
+
+    symbols: str
+    meaning: str
+
+
+LOCAL = (
+    Local("i, j, k, m, t, l", "indices"),
+    Local(
+        "a, b, c, q, r, u, G, \\xi, \\beta, \\zeta",
+        "scratch names of a proof, an exercise or a paragraph, defined where they are used "
+        "(e.g. $c$ for the label row of $W^{KQ}$ in chapters 2–3, $u = w/\\|w\\|$ in chapters 3–4)",
+    ),
+    Local("z", "the argument of a function of one real variable ($\\He_k(z)$, $f(z)$)"),
+    Local(
+        "e, \\pi, I, O, P, \\delta",
+        "the constants $e$ and $\\pi$, the identity $I$ ($I_d$), "
+        "$O(\\cdot)$, a probability or projection $P$, Kronecker's $\\delta_{jk}$",
+    ),
+)
+
+
+def _local_keys(local=LOCAL) -> set[str]:
+    """Every symbol :data:`LOCAL` lists, with and without a subscript."""
+    keys = set()
+    for entry in local:
+        for piece in entry.symbols.split(","):
+            keys |= {s for s, _ in _tokens(piece)} | {s + "_" for s, _ in _tokens(piece)}
+    return keys
+
+
+def _known(registry=REGISTRY, local=LOCAL) -> set[str]:
+    keys = _local_keys(local)
+    for symbol in registry:
+        keys |= _symbol_keys(symbol.tex)
+    return keys
+
+
+# A lone symbol named right after a word is introduced by it ("with eigenvalues $\omega_j$", "let $h$");
+# after a preposition or a verb it is only used ("of $h$", "is $h$").
+_INTRODUCED = re.compile(r"(?P<word>[A-Za-z]{2,})[,:]?\s+\$(?P<math>[^$]+)\$")
+_NOT_INTRODUCING = {
+    "of",
+    "in",
+    "on",
+    "is",
+    "are",
+    "and",
+    "or",
+    "to",
+    "at",
+    "by",
+    "as",
+    "from",
+    "than",
+    "that",
+    "so",
+    "gives",
+    "give",
+    "equals",
+    "times",
+    "into",
+    "over",
+    "under",
+    "then",
+    "hence",
+    "because",
+    "if",
+}
+_LONE = re.compile(
+    rf"^\s*(?:{_DECOR})?(?:\\(?:{'|'.join(_GREEK)})(?![A-Za-z])|[A-Za-z])\s*\}}?"
+    r"(?:_\s*(?:\{[^{}]*\}|\\?[A-Za-z0-9]+))?(?:\^\s*(?:\{[^{}]*\}|\\?[A-Za-z0-9*]+))?\s*$"
+)
+
+
+def _local_definitions(text: str) -> set[str]:
+    """The symbols a chapter defines: ``h`` for a bare ``h``, ``h_`` for a subscripted one."""
+    found = set()
+    for d in definitions(text):
+        first = next(_tokens(d.lhs), None)
+        # λ_3 = 0.3 says what λ_3 is worth, not what it is
+        if first is not None and not re.fullmatch(r"[-+\d.,\s]+", d.rhs):
+            found.add(first[0] + "_" if first[1] else first[0])
+    for m in _INTRODUCED.finditer(text):
+        if m.group("word").lower() in _NOT_INTRODUCING or not _LONE.match(m.group("math")):
+            continue
+        first = next(_tokens(m.group("math")))
+        found.add(first[0] + "_" if first[1] else first[0])
+    return found
+
+
+def undefined(text: str, path: str = "<text>", known: set[str] | None = None) -> list[str]:
+    """One message per symbol of a chapter's math that is neither registered, nor listed in
+    :data:`LOCAL`, nor defined in the chapter (a definition clause, or introduced by a word)."""
+    text = _blank_code(text)
+    known = _known() if known is None else known
+    local = _local_definitions(text)
+    seen, found = set(), []
+    for m in _MATH.finditer(text):
+        body = m.group(1) if m.group(1) is not None else m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        for sym, sub in _tokens(body):
+            key = sym + "_" if sub else sym
+            defined = {sym, sym + "_"} & local  # a local definition names the letter
+            if sym in known or key in known or defined or key in seen:
+                continue
+            seen.add(key)
+            found.append(f"{path}:{line}: ${sym}$ is used but defined nowhere")
+    return found
+
+
+# A Greek letter as a running index: of a sum or product, a leave-one-out subscript, a superscript label.
+_G = "|".join(_GREEK)
+_RUNNING = re.compile(
+    rf"\\(?:sum|prod)_\{{?\s*\\({_G})(?![A-Za-z])|_\{{-\\({_G})\}}|\^\{{?\\({_G})(?![A-Za-z])"
+)
+
+
+# The book's scalar parameters: subscripted, they name another quantity (λ_j an eigenvalue, σ_min a singular
+# value), unless the registry or the chapter defines the subscripted form.
+_SCALARS = {"S", "\\lambda", "\\sigma", "\\alpha", "\\tau", "\\kappa", "\\rho", "d", "N", "n", "K"}
+
+
+def _registered_keys() -> set[str]:
+    """The symbols of :data:`REGISTRY` that :data:`LOCAL` does not also list."""
+    keys = set()
+    for symbol in REGISTRY:
+        keys |= _symbol_keys(symbol.tex)
+    return keys - _local_keys()
+
+
+def _meaning(key: str) -> str:
+    for symbol in REGISTRY:
+        if key in _symbol_keys(symbol.tex):
+            return symbol.meaning
+    return "?"
+
+
+def other_meanings(text: str, path: str = "<text>") -> list[str]:
+    """One message per use of a registered symbol in another role than its registered one, where the
+    chapter does not define it: a registered letter as an index (``x_\\mu``, ``\\sum_\\mu``), a registered
+    scalar as a subscripted family (``\\lambda_j``), or a definition of a registered letter in a form the
+    registry does not know (``\\sigma = \\|w\\|/\\sqrt d`` beside the registered ``\\sigma^2``)."""
+    text = _blank_code(text)
+    registered = _registered_keys()
+    local = _local_definitions(text)
+    seen, found = set(), []
+    for m in _MATH.finditer(text):
+        body = m.group(1) if m.group(1) is not None else m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        for match in _RUNNING.finditer(body):
+            sym = "\\" + next(g for g in match.groups() if g)
+            if {sym, sym + "_", sym + "^*"} & registered and ("index", sym) not in seen:
+                seen.add(("index", sym))
+                found.append(
+                    f"{path}:{line}: ${sym}$ is used as an index; registered as '{_meaning(sym)}'"
+                )
+        for sym, sub in _tokens(body):
+            if sub and sym in _SCALARS and sym + "_" not in registered | local:
+                if ("family", sym) not in seen:
+                    seen.add(("family", sym))
+                    found.append(
+                        f"{path}:{line}: ${sym}_\\cdot$ is used as a family; ${sym}$ is registered "
+                        f"as '{_meaning(sym)}'"
+                    )
+    for d in definitions(text, path):
+        bare = list(_tokens(d.lhs))
+        if len(bare) != 1 or _squash(d.lhs) != bare[0][0].replace(" ", "") or symbol_of(d.lhs):
+            continue
+        if is_value(d.rhs.strip()):
+            continue
+        sym = bare[0][0]
+        if sym in registered:
+            found.append(f"{d}: defines ${d.lhs}$, registered as '{_meaning(sym)}'")
+    return found
+
+
+def second_names(texts: dict[str, str]) -> list[str]:
+    """Two variants of one letter defined by the same formula (``\\tilde\\mu = x^*\\mathcal M_{\\kappa/\\tau}(x^*)``
+    beside ``\\mu^* = x^* \\mathcal M_{\\kappa/\\tau}(x^*)``): one quantity under two names."""
+    names: dict[tuple[str, str], dict[str, str]] = {}
+    for path, text in texts.items():
+        for d in definitions(text, path):
+            lhs = list(_tokens(d.lhs))
+            if d.rel != "=" or len(lhs) != 1 or not _LONE.match(d.lhs) or is_value(d.rhs.strip()):
+                continue
+            base = lhs[0][0].split()[-1].removesuffix("^*")  # \tilde\mu and \mu^* are both \mu
+            names.setdefault((base, _squash(d.rhs)), {}).setdefault(_squash(d.lhs), str(d))
+    return [
+        " and ".join(sorted(found.values())) + ": one formula, two names"
+        for found in names.values()
+        if len(found) > 1
+    ]
+
+
+def shared_unregistered(texts: dict[str, str]) -> list[str]:
+    """Symbols that are neither registered nor in :data:`LOCAL` but used in more than one chapter:
+    a book-wide symbol belongs in the registry, with one meaning."""
+    known = _known()
+    chapters: dict[str, list[str]] = {}
+    for path, text in texts.items():
+        symbols = set()
+        for m in _MATH.finditer(_blank_code(text)):
+            body = m.group(1) if m.group(1) is not None else m.group(2)
+            symbols |= {s + "_" if sub else s for s, sub in _tokens(body)}
+        for key in symbols:
+            if key not in known and key.rstrip("_") not in known:
+                chapters.setdefault(key.rstrip("_"), []).append(path)
+    return [
+        f"${key}$ is used in {', '.join(sorted(set(paths)))} and registered nowhere"
+        for key, paths in sorted(chapters.items())
+        if len(set(paths)) > 1
+    ]
+
+
 def chapter_paths(root: Path) -> list[Path]:
     return sorted((root / "chapters").glob("[0-9][0-9]_*.md")) + [root / "chapters/explorer.md"]
 
@@ -646,11 +967,21 @@ def chapter_paths(root: Path) -> list[Path]:
 # each with the edit that removes it. The test fails when one of them disappears (drop it here) or when
 # any other clash appears.
 PENDING = {
+    "chapters/05_glu_kernel_regression.md": (
+        ":317: $H$ is used",  # name the matrix where it first appears (or write it out)
+        ":426: $h$ is used",  # the orthonormal Hermite features: write $h_\\alpha$ with its index, or define $h$
+        ":853: $Q$ is used",  # "$Q$ the …" is defined after its first use: define it before
+    ),
     "chapters/06_depth_block_coordinate_descent.md": (
         "$g = \\nabla_b L$",  # write the block gradient as \\nabla_b L (or $\\gamma_b$), not $g$
         "$S = D - d - 2$",  # the scratch width: use $D_s$ (S is the second moment of g)
+        ":823: $H$ is used",  # define the matrix $H$ where it is used
+        "$\\alpha$ is used as an index",  # a multi-index: use $\\mathbf a$ or $\\nu$ (α is ℓ/d)
+        "$\\lambda_\\cdot$ is used as a family",  # eigenvalues: λ is the ridge (write $s_j$, say)
     ),
 }
+# Symbols used in several chapters the registry's authors may not edit, and registered nowhere.
+PENDING_SHARED = ("$H$ is used in", "$h$ is used in")
 
 
 def main(argv: list[str] | None = None) -> int:

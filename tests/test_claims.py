@@ -4,6 +4,8 @@
     a cell whose source says ``# expect inf``).
 (b) No code cell ends with a bare ``glue(...)`` expression (its text would become a visible output).
 (c) A chapter whose guarded number is perturbed fails ``make execute``'s executor and nbval with ``ClaimFailed``.
+(d) The guards of chapter 3's range sentences (where k* peaks, when e_ICL grows without bound, the order of
+    the limits) pass as the chapter has them and raise ``ClaimFailed`` with the number moved past the sentence.
 """
 
 from __future__ import annotations
@@ -229,3 +231,64 @@ def test_perturbed_claim_fails_execution_and_nbval(tmp_path):
     )
     assert result.returncode != 0, result.stdout[-2000:]
     assert "ClaimFailed" in result.stdout
+
+
+# --- (d) the guards of the range sentences fail when their number is moved past the sentence ------------
+
+ASYMPTOTICS = CHAPTERS / "03_asymptotic_theory.md"
+SETUP = "from icl_book.theory import icl_error, idg_error, wishart_stieltjes\n" + (
+    "from icl_book.book import claim, glue\nfrom scipy.optimize import minimize_scalar\n"
+    "import numpy as np\nRHO_A = 0.1\n"
+)
+# (the cell's marker, the line to perturb, its perturbed form, the sentence that must then fail)
+RANGE_GUARDS = {
+    "k* peak": (
+        "def k_star_peak(x):",
+        "peaks = np.array([k_star_peak(x) for x in x_peak])",
+        "peaks = 1.05 * np.array([k_star_peak(x) for x in x_peak])",
+        "k* is largest at κ = 1/(1 + x*), for every x*",
+    ),
+    "unbounded growth": (
+        "def growth_rate(tau, kappa, noise_var=RHO_A):",
+        "    share = max(0.0, min(1.0, tau) - kappa)",
+        "    share = max(0.0, 1.0 - kappa)",  # the old sentence: κ < 1 is enough
+        "e_ICL grows without bound exactly when κ < min(1, τ)",
+    ),
+    "order of limits": (
+        "def gap_at(alpha, tau, kappa=0.5, noise_var=RHO):",
+        "claim(gap_at(1e6, 1e3) > 2,",
+        "claim(gap_at(1e6, 1e3) < 0.6,",  # the old sentence: the limit along any path
+        "along α = τ² the noisy gap grows instead",
+    ),
+}
+
+
+def _guard_cell(marker: str) -> str:
+    cells = [c.source for c in jupytext.read(ASYMPTOTICS).cells if c.cell_type == "code"]
+    found = [c for c in cells if marker in c]
+    assert len(found) == 1, f"the guarded cell moved: update RANGE_GUARDS ({marker!r})"
+    return found[0]
+
+
+@pytest.mark.parametrize("case", RANGE_GUARDS.values(), ids=RANGE_GUARDS.keys())
+def test_a_range_guard_fails_when_its_number_moves(case):
+    """Each guard runs in a kernel as the chapter has it (passes) and perturbed (raises ClaimFailed)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    marker, line, perturbed, sentence = case
+    source = _guard_cell(marker)
+    assert source.count(line) == 1, f"the guarded line moved: update RANGE_GUARDS ({line!r})"
+    setup = SETUP + "RHO = 0.01\n"
+    for code, fails in ((source, False), (source.replace(line, perturbed), True)):
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(code)]
+        )
+        client = NotebookClient(nb, timeout=300, kernel_name="python3")
+        if not fails:
+            client.execute()
+            continue
+        with pytest.raises(CellExecutionError) as info:
+            client.execute()
+        assert "ClaimFailed" in str(info.value) and sentence in str(info.value)

@@ -499,6 +499,7 @@ const out = points.map((p) => {
     no_learning: enc(C.noLearning.value(t.second_moment, p.rho, tau)),
     rho_eff: C.rhoEff.value(t.second_moment, t.mu1_squared, p.rho), mu1: e.mu1, rho_eff_task: e.rhoEff,
     gap_limit: C.gapLimit.value(kappa),
+    gap: enc(T.gap(p.teacher, p.alpha, tau, kappa, p.rho)),
   };
 });
 process.stdout.write(JSON.stringify({out, texts: Object.fromEntries(Object.entries(C).map(([k, v]) => [k, v.text]))}));
@@ -661,3 +662,67 @@ def test_the_page_s_statements_about_the_ridge_hold():
     assert not falls(4.0, 0.01) and falls(4.0, 0.1)
     page = " ".join((ROOT / "chapters" / "explorer.md").read_text().split())
     assert "only from λ ≈ 1; at α = 4 a ridge of 0.1 suffices" in page
+
+
+def _phase_points(teacher: str) -> list[dict]:
+    """The phase diagram's 36 × 36 (κ, α) grid (explorer.js: GRID) at three τ and three ρ."""
+    grid = 10 ** (-1 + 3 * (np.arange(36) + 0.5) / 36)
+    return [{"teacher": teacher, "alpha": float(a), "tau": tau, "kappa": float(k), "rho": rho,
+             "ridge": 0.0} for tau in (0.5, 4.0, 100.0) for rho in (0.0, 0.01, 1.0)
+            for a in grid for k in grid]  # fmt: skip
+
+
+def test_a_zero_gap_shows_as_zero_and_a_true_gap_does_not():
+    """|z| and z² (μ_1 = 0): e_ICL = e_IDG exactly; the page shows 0 in every cell of the phase diagram,
+    with the tolerance measured by ``explorer_data.limit_accuracy``. ReLU keeps every gap of the grid."""
+    for teacher in ("abs", "square"):
+        gaps = [o["gap"] for o in run_node(_phase_points(teacher))["out"]]
+        assert all(g == 0 for g in gaps), f"{teacher}: {sum(g != 0 for g in gaps)} non-zero gaps"
+    points = _phase_points("relu")
+    got = [o["gap"] for o in run_node(points)["out"]]
+    want = [theory.nonlinear_icl_error("relu", p["alpha"], p["tau"], p["kappa"], p["rho"])
+            - theory.nonlinear_idg_error("relu", p["alpha"], p["tau"], p["kappa"], p["rho"])
+            for p in points]  # fmt: skip
+    assert all(_close(g, w, REL_TOL) for g, w in zip(got, want, strict=True))
+
+
+def test_the_zero_gap_check_fails_with_a_guessed_tolerance(tmp_path):
+    """With the old zero test (1e-12 relative) the |z| phase diagram shows extrapolation noise."""
+    source = (EXPLORER / "iclTheory.js").read_text()
+    measured = "usesLimit(name, rho) ? 2 * limitAccuracy() : ROUND_OFF"
+    assert measured in source
+    broken = tmp_path / "iclTheory.js"
+    broken.write_text(source.replace(measured, "ROUND_OFF"))
+    gaps = [o["gap"] for o in run_node(_phase_points("abs"), broken)["out"]]
+    assert sum(g != 0 for g in gaps) > len(gaps) // 2
+
+
+def test_the_page_s_statements_about_the_simulated_points_hold():
+    """explorer.md: the ReLU points sit above the mapped curve, by more than the linear teacher's at d = 60;
+    the stated accuracy of the μ_1 → 0 limit is the measured one."""
+    data = explorer_data.read(ROOT)
+    sets = {s["teacher"]: s for s in data["simulations"] if s["kappa"] is None and s["ridge"] == 0}
+
+    def excess(teacher):
+        s = sets[teacher]
+        out = {}
+        for p in s["points"]:
+            if teacher == "linear":
+                th = theory.icl_error(s["alpha"], p["tau"], np.inf, s["rho"])
+            else:
+                th = theory.nonlinear_icl_error(teacher, s["alpha"], p["tau"], np.inf, s["rho"])
+            out[p["tau"]] = (p["icl"] / th - 1, (p["icl"] - th) / p["icl_se"])
+        return out
+
+    relu, linear = excess("relu"), excess("linear")
+    tau = max(relu, key=lambda t: relu[t][0])
+    assert all(rel > 0 for rel, _ in relu.values())
+    assert relu[tau][0] > linear[tau][0]
+    page = " ".join((ROOT / "chapters" / "explorer.md").read_text().split())
+    assert (
+        f"by up to {100 * relu[tau][0]:.1f} % (at τ = {tau:g}, {relu[tau][1]:.0f} standard errors"
+        in page
+    )
+    assert f"({100 * linear[tau][0]:.1f} % at τ = {tau:g})" in page
+    assert f"{data['mu1_zero_rel_error']:.1e}".replace("e-05", " × 10⁻⁵") in page
+    assert f"(d = {sets['relu']['dim']})" in page

@@ -212,8 +212,8 @@
     li.appendChild(document.createTextNode(text));
   }
 
-  // e_ICL − e_IDG with the round-off of equal values (κ = ∞) shown as 0.
-  const gapOf = (a, b) => (Math.abs(a - b) <= 1e-12 * Math.abs(a) ? 0 : a - b);
+  // e_ICL − e_IDG, with a difference within the evaluation's accuracy shown as 0 (iclTheory.gap).
+  const gapAt = (alpha, tau, kappa, rho) => T.gap(teacherName, alpha, tau, kappa, rho);
 
   function drawTau() {
     const W = Math.max(280, Math.round(fig1.clientWidth || 640));
@@ -282,7 +282,7 @@
     for (const [v, cls] of [[eI, "icl-x-c1"], [eD, "icl-x-c2"]]) {
       if (Number.isFinite(v) && v >= yr[0] && v <= yr[1]) svgEl("circle", { cx: sx(tau), cy: sy(v), r: 5.5, class: `icl-x-dot ${cls}` }, plot);
     }
-    readout.textContent = `At τ = ${fmt(tau)}: e_ICL = ${fmt(eI)}` + (ridgeless ? `, e_IDG = ${fmt(eD)}, gap = ${fmt(gapOf(eI, eD))}`
+    readout.textContent = `At τ = ${fmt(tau)}: e_ICL = ${fmt(eI)}` + (ridgeless ? `, e_IDG = ${fmt(eD)}, gap = ${fmt(gapAt(alpha, tau, kappa, rho))}`
       : "; e_IDG has a ridgeless formula only (set λ = 0)") + (tau === 1 && ridgeless ? " (the interpolation threshold n = d²)." : ".");
     const simText = sims.length ? ` Markers: the book's simulator at d = ${sims[0].dim} (${sims[0].points.length} values of τ).`
       : " No simulated points at these parameters (they exist for α = 1, ρ = 0.01 with κ = ∞ or κ = 1 at λ = 0, κ = ∞ at λ = 0.1, and the ReLU teacher at κ = ∞, λ = 0).";
@@ -342,7 +342,7 @@
     let lo = Infinity, hi = -Infinity;
     for (let j = 0; j < N; j++) for (let i = 0; i < N; i++) {
       const a = GRID[j], k = GRID[i];
-      const v = gap ? gapOf(icl(a, tau, k, rho, 0), idg(a, tau, k, rho)) : icl(a, tau, k, rho, ridge);
+      const v = gap ? gapAt(a, tau, k, rho) : icl(a, tau, k, rho, ridge);
       values[j * N + i] = v;
       if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     }

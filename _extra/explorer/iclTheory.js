@@ -1,12 +1,14 @@
 /* iclTheory.js: Lu et al.'s asymptotic errors of pretrained linear attention, in the browser.
  *
- * A line-by-line port of icl_book/theory.py (the book's reference implementation): the ridgeless
- * in-context error e_ICL ("Result 1", both tau branches, kappa finite or Infinity), the ridgeless
- * in-distribution error e_IDG, the ridge e_ICL (the positive root of the self-consistency equation,
- * bracketed, scanned on a 65-point log grid, then Brent's method as in scipy.optimize.brentq), and the
- * nonlinearity-noise mapping e_f = mu1^2 e_lin(rho_eff / mu1^2, lambda / mu1^2) with the teacher table
- * (mu1, E f^2) that booktools/explorer_data.py computes with icl_book.hermite (iclTheoryData.js).
- * tests/test_explorer.py checks it against icl_book.theory to 1e-9 relative in headless Chromium.
+ * The closed forms of icl_book/theory.py (the book's reference implementation), written again, not
+ * ported line by line: the ridgeless in-context error e_ICL ("Result 1", both tau branches, kappa finite
+ * or Infinity), the ridgeless in-distribution error e_IDG, the ridge e_ICL (the positive root of the
+ * self-consistency equation, bracketed, scanned on a 65-point log grid, then Brent's method as in
+ * scipy.optimize.brentq, where the package bisects the grid cell; the ridge error as the textbook formula,
+ * without the package's cancellation-free forms of 1 - nu M and its derivative), and the nonlinearity-noise
+ * mapping e_f = mu1^2 e_lin(rho_eff / mu1^2, lambda / mu1^2) with the teacher table (mu1, E f^2) that
+ * booktools/explorer_data.py computes with icl_book.hermite (iclTheoryData.js). tests/test_explorer.py
+ * checks it against icl_book.theory to 1e-9 relative on the explorer's ranges.
  * No dependencies; divergent points (ridgeless tau = 1) return Infinity.
  */
 (function (root) {
@@ -230,6 +232,34 @@
     return mapped((r) => idgError(alpha, tau, kappa, r), e.mu1, e.rhoEff, 0);
   }
 
+  // The relative accuracy of the mu1 -> 0 limit, measured by booktools/explorer_data.py over the explorer's
+  // (kappa, alpha) grid and tau slider (limit_accuracy): a gap within twice it of 0 is 0, not round-off.
+  function limitAccuracy() {
+    const data = root.iclTheoryData;
+    const v = data && data.mu1_zero_rel_error;
+    if (typeof v !== "number" || !(v >= 0)) throw new Error("iclTheoryData.mu1_zero_rel_error is missing");
+    return v;
+  }
+  // kappa = Infinity: e_ICL and e_IDG are one formula; the two evaluations differ in the last bits only.
+  const ROUND_OFF = 1e-12;
+
+  function usesLimit(name, rho) {
+    if (name === "linear") return false;
+    const e = equivalentLinearTask(name, rho);
+    const s = e.mu1 * e.mu1;
+    return s + e.rhoEff > 0 && !(s > MU1_ZERO * (s + e.rhoEff));
+  }
+
+  /** Ridgeless e_ICL - e_IDG for the teacher `name` ("linear" or a row of `teachers`); a difference within
+   * the evaluation's accuracy (twice limitAccuracy() on the mu1 = 0 limit, else ROUND_OFF) is exactly 0. */
+  function gap(name, alpha, tau, kappa, rho) {
+    const linear = name === "linear";
+    const a = linear ? iclError(alpha, tau, kappa, rho, 0) : nonlinearIclError(name, alpha, tau, kappa, rho, 0);
+    const b = linear ? idgError(alpha, tau, kappa, rho) : nonlinearIdgError(name, alpha, tau, kappa, rho);
+    const tol = usesLimit(name, rho) ? 2 * limitAccuracy() : ROUND_OFF;
+    return Math.abs(a - b) <= tol * Math.abs(a) ? 0 : a - b;
+  }
+
   // --- closed forms the explorer displays (tests/test_explorer.py evaluates each against icl_book.theory) ---
   // A teacher with mu1 = 0 (|z|, z^2): linear attention learns nothing; its ridgeless e_ICL and e_IDG (any
   // alpha, kappa) are the mu1 -> 0 limit of the mapping, the no-learning error E f^2 + rho times the cost of
@@ -257,7 +287,7 @@
   };
 
   root.iclTheory = {
-    iclError, idgError, nonlinearIclError, nonlinearIdgError, equivalentLinearTask, closedForms,
+    iclError, idgError, nonlinearIclError, nonlinearIdgError, equivalentLinearTask, closedForms, gap, limitAccuracy,
     wishartStieltjes: (x, kappa) => mKappa(check("x", x, true), 1.0 / check("kappa", kappa === undefined ? Infinity : kappa, true)),
     ridgeEpsilon: (alpha, tau, kappa, rho, ridge) => ridgeEpsilon(alpha, tau, 1.0 / kappa, rho, ridge),
     get teachers() { return teacherTable(); },

@@ -66,6 +66,7 @@ window.iclTheoryData = {
    "rho_eff0": 6.0
   }
  ],
+ "mu1_zero_rel_error": 1.2828944202070147e-05,
  "simulations": [
   {
    "teacher": "linear",
