@@ -5,15 +5,15 @@ mounted, bind-mount, a user namespace of its own, join the grader's namespaces t
 ``/proc/<pid>/ns``, ptrace or ``/proc/<pid>/mem`` of a process it did not start, ``chroot`` and
 ``pivot_root``, writing a sysctl, writing into the package, the environment or the clone, reading
 another kernel's private directory or the instructor's solutions, and a process that outlives the
-kernel. It runs twice: in a bare box, where the test reads what each attack achieved, and as a
-submission graded by ``grade``, where an escape would be rewarded with the instructor's solutions
-(read from a folder the box hides): it must score nothing, and the instructor's files must hash the
-same before and after. Both as root and as an ordinary user (created here when the test runs as root).
+kernel. The cell is a submission with no work of its own, graded by ``grade``: an escape would be
+rewarded with the instructor's solutions (read from a folder the box hides), and the answer's error
+message brings back which attacks achieved anything (a channel every student has). Each attack must
+fail, the submission score nothing, and the instructor's files hash the same before and after.
+Both as root and as an ordinary user (created here when the test runs as root).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -208,6 +208,12 @@ def _():
     return ""  # the test looks for it once the kernel is gone
 
 '''
+VERDICT = """
+_verdict = "ESCAPE-VERDICT ran %d, escaped: %s END" % (
+    len(ESCAPED), ",".join(k for k, v in ESCAPED.items() if v) or "none")
+def ridge_prediction(xs, ys, x_query, lam):
+    raise RuntimeError(_verdict)
+"""
 # The reward: the instructor's solutions, if any attack reached them (after each answer cell).
 REWARD = """
 try:
@@ -259,9 +265,9 @@ def _processes_with(marker: str) -> list[str]:
 
 
 def run_escape(work: str, pythonpath: list[str] | tuple = ()) -> dict:
-    """Every attack in a bare box, then as a graded submission; what each achieved, the scores,
-    and whether the instructor's files and the process table are as before. ``work``: an empty
-    folder of the user running the attacks."""
+    """Every attack from a graded submission's cell: which escaped, the scores, and whether the
+    instructor's files and the process table are as before. ``work``: an empty folder of the user
+    running the attacks."""
     work = Path(work)
     token = secrets.token_hex(6)
     marker = f"icl-escape-survivor-{token}"
@@ -276,51 +282,53 @@ def run_escape(work: str, pythonpath: list[str] | tuple = ()) -> dict:
     neighbour.parent.mkdir()
     neighbour.write_text("another student's answers")
     targets = _targets(token, marker, course, neighbour)
-    watched = [*targets["write_into"], *targets["append_to"], *targets["solutions"], neighbour]
+    # hashed: the instructor's files and the folders no one else writes to while the test runs
+    # (the clone, the environment and the home are checked for the attack's own file instead)
+    package = Path(targets["write_into"][0])
+    watched = [
+        package,
+        *sorted(package.glob("*.py")),
+        course,
+        course / "key",
+        *targets["append_to"],
+        *targets["solutions"],
+        neighbour,
+    ]
     before = _fingerprint(watched)
     given = f"T = {json.dumps(targets)!r}\nT = __import__('json').loads(T)\n"
-    cell = given + ATTACKS
+    # A submission with no work of its own: the attacks in the first answer cell, whose function
+    # then reports what they achieved (its error message reaches the report), and after each answer
+    # the reward an escape would reach.
+    nb = nbformat.from_dict(release)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid == "prologue-ex1-solution":
+            cell.source += "\n" + given + ATTACKS + VERDICT + REWARD
+        elif gid == "prologue-ex2-solution":
+            cell.source += "\n" + given + REWARD
+    subs = work / "submitted"
+    subs.mkdir()
+    nbformat.write(nb, subs / "mallory.ipynb")
     result = {}
     try:
-        # 1. a bare box: what each attack achieved
-        box = S.start_kernel(work / "box", pythonpath=pythonpath, hide_dirs=[course])
-        out = []
-        try:
-            box.client.execute_interactive(
-                cell + "\nprint('ESCAPED=' + json.dumps(ESCAPED))",
-                timeout=120,
-                output_hook=lambda m: out.append(m["content"].get("text", "")),
-            )
-        finally:
-            box.kill()
-        said = "".join(out)
-        result["escaped"] = json.loads(said.split("ESCAPED=", 1)[1].splitlines()[0])
-        time.sleep(0.5)
-        result["survivors"] = _processes_with(marker)
-        # 2. the same cell as a submission with no work of its own
-        nb = nbformat.from_dict(release)
-        for cell_ in nb.cells:
-            gid = cell_.metadata.get("nbgrader", {}).get("grade_id")
-            if gid == "prologue-ex1-solution":
-                cell_.source += "\n" + cell + REWARD
-            elif gid == "prologue-ex2-solution":
-                cell_.source += "\n" + given + REWARD
-        subs = course / "submitted"
-        subs.mkdir()
-        nbformat.write(nb, subs / "mallory.ipynb")
         rows = grade(
             [subs / "mallory.ipynb"],
-            course / "grades.csv",
+            work / "grades.csv",
             release=course / "release.ipynb",
             timeout=60,
             jobs=1,
             pythonpath=pythonpath,
             limits=S.Limits(cpu_s=300, nproc=64),
         )
+        said = next(r.message for r in rows if r.exercise == "prologue-ex1")
+        result["verdict"] = said.split("ESCAPE-VERDICT ", 1)[-1].split(" END", 1)[0]
         result["scores"] = {r.exercise: r.score for r in rows}
         time.sleep(0.5)
-        result["survivors"] += _processes_with(marker)
-        result["unchanged"] = _fingerprint(watched) == before
+        result["survivors"] = _processes_with(marker)
+        probes = [Path(f, f"icl-escape-probe-{token}") for f in targets["write_into"]]
+        result["unchanged"] = _fingerprint(watched) == before and not any(
+            p.exists() for p in probes
+        )
     finally:
         for folder in targets["write_into"]:  # what an escape left behind, so a rerun starts clean
             Path(folder, f"icl-escape-probe-{token}").unlink(missing_ok=True)
@@ -331,20 +339,18 @@ def run_escape(work: str, pythonpath: list[str] | tuple = ()) -> dict:
 
 
 def _assert_held(result: dict) -> None:
-    escaped = {name: how for name, how in result["escaped"].items() if how}
-    assert escaped == {}, escaped
-    assert len(result["escaped"]) == 12, result["escaped"]  # every attack ran to its end
+    assert result["verdict"] == "ran 12, escaped: none", result  # every attack ran, none escaped
     assert result["survivors"] == [], "a process outlived its kernel"
     assert result["scores"] == {"prologue-ex1": 0, "prologue-ex2": 0, "prologue-ex3": "manual"}
     assert result["unchanged"], "the instructor's files changed"
 
 
-@pytest.mark.slow  # two kernels: ~20 s
+@pytest.mark.slow  # one kernel: ~15 s
 def test_no_attack_leaves_the_box_as_the_graders_user(tmp_path):
     _assert_held(run_escape(str(tmp_path)))
 
 
-@pytest.mark.slow  # two kernels under another user: ~30 s
+@pytest.mark.slow  # one kernel under another user: ~20 s
 def test_no_attack_leaves_the_box_as_an_ordinary_user(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("already an ordinary user: the test above is this one")
@@ -361,7 +367,9 @@ def test_no_attack_leaves_the_box_as_an_ordinary_user(tmp_path):
     python, path = sys.executable, []
     probe = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
     # (setpriv may start an interpreter its user cannot read: the probe reads the installation)
-    readable = "import os, sys, numpy; os.listdir(os.path.dirname(os.path.realpath(sys.executable)))"
+    readable = (
+        "import os, sys, numpy; os.listdir(os.path.dirname(os.path.realpath(sys.executable)))"
+    )
     if subprocess.run([*probe, python, "-c", readable], capture_output=True).returncode:
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         python = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")

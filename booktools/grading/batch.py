@@ -115,7 +115,7 @@ def grade(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
-    if not sandbox.namespaces_available():
+    if not sandbox.box_available():
         if not no_sandbox:
             raise sandbox.SandboxUnavailable(sandbox.SANDBOX_MISSING)
         print(sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
