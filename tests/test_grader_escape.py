@@ -358,9 +358,19 @@ def test_no_attack_leaves_the_box_as_an_ordinary_user(tmp_path):
         pytest.skip("needs useradd and setpriv to run the attacks as an ordinary user")
     try:
         pwd.getpwnam(USER)
+        created = False
     except KeyError:
         subprocess.run(["useradd", "--create-home", USER], check=True)
-    user = pwd.getpwnam(USER)
+        created = True
+    try:
+        _attacks_as(pwd.getpwnam(USER))
+    finally:
+        if created:
+            subprocess.run(["userdel", "--remove", USER], capture_output=True)
+
+
+def _attacks_as(user) -> None:
+    """The attacks, graded by a grader running as ``user``."""
     # The user must be able to run an interpreter with the book's environment: this one if its
     # installation is readable by others, else the system's of the same version with this
     # environment's packages on its path.
@@ -376,13 +386,6 @@ def test_no_attack_leaves_the_box_as_an_ordinary_user(tmp_path):
         path = [sysconfig.get_paths()["purelib"]]
         if python is None or str(Path(python).resolve()).startswith(sys.base_prefix):
             pytest.skip("no interpreter with the book's environment the ordinary user can run")
-    work = Path(tempfile.mkdtemp(prefix="icl-escape-user-"))
-    os.chown(work, user.pw_uid, user.pw_gid)
-    code = (
-        "import json, sys\n"
-        "from tests.test_grader_escape import run_escape\n"
-        "print('RESULT=' + json.dumps(run_escape(sys.argv[1], sys.argv[2:])))"
-    )
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": user.pw_dir,
@@ -390,6 +393,21 @@ def test_no_attack_leaves_the_box_as_an_ordinary_user(tmp_path):
         "OMP_NUM_THREADS": "1",
         "LANG": "C.UTF-8",
     }
+    reads = subprocess.run(
+        [*probe, python, "-c", "import booktools.grading.batch, nbformat, icl_book"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if reads.returncode:
+        pytest.skip(
+            f"the clone or its environment is not readable by an ordinary user: {reads.stderr}"
+        )
+    work = Path(tempfile.mkdtemp(prefix="icl-escape-user-"))
+    os.chown(work, user.pw_uid, user.pw_gid)
+    code = (
+        "import json, sys\n"
+        "from tests.test_grader_escape import run_escape\n"
+        "print('RESULT=' + json.dumps(run_escape(sys.argv[1], sys.argv[2:])))"
+    )
     try:
         run = subprocess.run(
             [*probe, python, "-c", code, str(work), *path],
