@@ -11,7 +11,7 @@ TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread nbval-both browser assignments benchmarks pdf clean clean-testcache help
+.PHONY: book test test-fast execute editions html lint format-chapters pairs unit nbval nbval-1thread nbval-both browser bubblewrap assignments benchmarks pdf clean clean-testcache help
 
 help:
 	@echo "make book        render the book into _build/html (first run: creates .venv, ~2 min)"
@@ -116,7 +116,7 @@ TESTCACHE := -p booktools.testcache
 # 3 took 93 CPU-seconds with two threads against 76 with one). Outputs at 1 and 2 threads are the
 # nbval stages' job.
 UNIT_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-unit: $(STAMP)
+unit: $(STAMP) bubblewrap
 	$(UNIT_THREADS) $(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 tests
 
 clean-testcache:
@@ -164,6 +164,15 @@ browser: node_modules/.package-lock.json
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: chromium is missing; the browser test will fail: run 'sudo apt-get install chromium'"; fi; }
 
+# The grader's box (booktools/grading/sandbox.py) is bubblewrap's: installed when missing and we are root,
+# as chromium is; otherwise the grading tests fail, saying to install it.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's bubblewrap for the grader's box ..."; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "note: bwrap is missing; the grader refuses to grade and its tests fail: run 'sudo apt-get install bubblewrap'"; fi; }
+
 node_modules/.package-lock.json: package.json package-lock.json
 	@command -v npm >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -175,7 +184,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 # The stages in order (booktools/stages.py): it stops at the first failure and always ends with the
 # time of each stage, so that a slow-down shows in every CI log.
-test: $(STAMP) browser
+test: $(STAMP) browser bubblewrap
 	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs html unit nbval-both
 
 # The PDF edition: xelatex into _build/latex/icl-book.pdf, and nothing else. An HTML build made while

@@ -59,12 +59,12 @@ def _prologue():
 
 
 @pytest.fixture
-def no_namespaces(monkeypatch):
-    """The machine as in Docker's default seccomp profile: no unprivileged user namespaces."""
-    monkeypatch.setenv("ICL_GRADER_NO_NAMESPACES", "1")
-    monkeypatch.setattr(S, "_NS_OK", None)
+def no_box(monkeypatch):
+    """A machine where the box cannot be built (no bubblewrap, or Docker's default seccomp profile)."""
+    monkeypatch.setenv("ICL_GRADER_NO_BOX", "1")
+    monkeypatch.setattr(S, "_BOX_OK", None)
     yield
-    S._NS_OK = None  # re-probe for the next test (monkeypatch restores the env first)
+    S._BOX_OK = None  # re-probe for the next test (monkeypatch restores the env first)
 
 
 def _write(nb, path: Path) -> Path:
@@ -76,7 +76,7 @@ def _write(nb, path: Path) -> Path:
 # --------------------------------------------------------------------------------------------------
 # 1. No silent zeros
 # --------------------------------------------------------------------------------------------------
-def test_without_namespaces_the_grader_refuses_to_run(no_namespaces, tmp_path, capsys):
+def test_without_the_box_the_grader_refuses_to_run(no_box, tmp_path, capsys):
     """Before: every kernel died (setsid EPERM), every row read 'could not execute', the reference
     solution scored 0/2 and `grade` exited 0. Now: it refuses, with exit status 2, naming --no-sandbox."""
     release, nb = _prologue()
@@ -91,9 +91,7 @@ def test_without_namespaces_the_grader_refuses_to_run(no_namespaces, tmp_path, c
 
 
 @pytest.mark.slow  # one kernel without the box: ~10 s
-def test_no_sandbox_grades_the_reference_solution_in_full_and_says_so(
-    no_namespaces, tmp_path, capsys
-):
+def test_no_sandbox_grades_the_reference_solution_in_full_and_says_so(no_box, tmp_path, capsys):
     """With an explicit --no-sandbox the reference scores 2/2 (the launcher's setsid() no longer
     fails with EPERM in the session jupyter_client already made), and the run warns loudly."""
     release, nb = _prologue()
@@ -117,7 +115,7 @@ def test_a_kernel_that_cannot_start_fails_the_run_not_the_student(tmp_path, monk
     release, nb = _prologue()
     rel = _write(release, tmp_path / "release.ipynb")
     subs = [_write(nb, tmp_path / f"{name}.ipynb") for name in ("ada", "bob")]
-    monkeypatch.setattr(S, "namespaces_available", lambda: True)
+    monkeypatch.setattr(S, "box_available", lambda: True)
 
     def dead(*a, **k):
         raise RuntimeError("Kernel died before replying to kernel_info")
@@ -157,7 +155,7 @@ def test_a_malformed_notebook_is_a_row_and_the_batch_goes_on(tmp_path, monkeypat
     for name, data in (("gid_list", bad_gid), ("source_int", bad_src)):
         paths.append(tmp_path / f"{name}.ipynb")
         paths[-1].write_text(json.dumps(data))
-    monkeypatch.setattr(S, "namespaces_available", lambda: True)
+    monkeypatch.setattr(S, "box_available", lambda: True)
     started = []
     monkeypatch.setattr(S, "start_kernel", lambda *a, **k: started.append(1) / 0)
     out = tmp_path / "g.csv"
@@ -176,7 +174,7 @@ def test_a_killed_run_keeps_what_it_graded(tmp_path, monkeypatch):
     release, nb = _prologue()
     rel = _write(release, tmp_path / "release.ipynb")
     subs = [_write(nb, tmp_path / f"{name}.ipynb") for name in ("ada", "bob")]
-    monkeypatch.setattr(S, "namespaces_available", lambda: True)
+    monkeypatch.setattr(S, "box_available", lambda: True)
 
     def fake(data, student, release, **kwargs):
         if student == "bob":
@@ -245,13 +243,13 @@ def _run(box, code: str) -> str:
     return "".join(out)
 
 
-needs_namespaces = pytest.mark.skipif(
-    not S.namespaces_available(), reason="the box needs unprivileged user namespaces"
+needs_box = pytest.mark.skipif(
+    not S.box_available(), reason="the box needs bubblewrap and user namespaces"
 )
 
 
 @pytest.mark.slow  # two kernels: ~10 s
-@needs_namespaces
+@needs_box
 def test_dev_shm_is_private_to_each_kernel(tmp_path):
     """Before: /dev/shm was the host's, writable: one submission left an answer there and a later one
     scored 2/2; a 100 MB file survived grading."""
@@ -282,7 +280,7 @@ def test_dev_shm_is_private_to_each_kernel(tmp_path):
 
 
 @pytest.mark.slow  # two kernels side by side: ~10 s
-@needs_namespaces
+@needs_box
 def test_neighbours_cannot_read_each_other_when_the_venv_lives_in_the_temporary_directory(
     monkeypatch,
 ):
@@ -323,7 +321,7 @@ def test_neighbours_cannot_read_each_other_when_the_venv_lives_in_the_temporary_
 
 
 @pytest.mark.slow  # one kernel: ~5 s
-@needs_namespaces
+@needs_box
 def test_the_kernel_sees_no_folder_but_its_own_the_package_and_the_system(tmp_path):
     """The clone (the instructor's solutions), the grader's home, /tmp, /var, /run are hidden; the
     package and the interpreter are readable and read-only."""
@@ -361,7 +359,7 @@ def test_a_submission_cannot_choose_its_own_chapter(tmp_path, monkeypatch):
         _write(nb, tmp_path / "submitted" / s / "01_hermite" / "01_hermite.ipynb")
         for s in ("ada", "bob")
     ]
-    monkeypatch.setattr(S, "namespaces_available", lambda: True)
+    monkeypatch.setattr(S, "box_available", lambda: True)
     seen = []
 
     def fake(data, student, release, **kwargs):
@@ -376,7 +374,7 @@ def test_a_submission_cannot_choose_its_own_chapter(tmp_path, monkeypatch):
 def test_a_batch_naming_no_chapter_or_several_needs_release(tmp_path, monkeypatch):
     _, nb = _prologue()
     nb.metadata["icl_book"] = {"chapter": "00_prologue"}
-    monkeypatch.setattr(S, "namespaces_available", lambda: True)
+    monkeypatch.setattr(S, "box_available", lambda: True)
     anonymous = [_write(nb, tmp_path / "ada.ipynb")]
     with pytest.raises(ValueError, match="pass --release"):
         grade(anonymous)

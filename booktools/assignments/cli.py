@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument(
         "--no-sandbox",
         action="store_true",
-        help="grade even where the sandbox cannot be built (no user namespaces): kernels then run "
+        help="grade even where the sandbox cannot be built (no bubblewrap): kernels then run "
         "with your user id and see your files; without it the grader refuses",
     )
     g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")

@@ -30,7 +30,14 @@ from booktools.assignments.release import chapter_release
 from booktools.grading import grader, sandbox
 from booktools.grading.report import write_report, write_rows
 
-__all__ = ["NBGRADER_STEPS", "student_name", "chapter_of_path", "batch_chapter", "grade"]
+__all__ = [
+    "NBGRADER_STEPS",
+    "student_name",
+    "student_names",
+    "chapter_of_path",
+    "batch_chapter",
+    "grade",
+]
 
 
 NBGRADER_STEPS = ("submitted", "autograded", "feedback")
@@ -43,6 +50,47 @@ def student_name(path: str | os.PathLike) -> str:
     if len(parts) >= 4 and parts[-4] in NBGRADER_STEPS:
         return parts[-3]
     return Path(path).stem
+
+
+def student_names(paths) -> list[tuple[str, str]]:
+    """Each submission's student, unique in the batch, and a note for its rows ("" when none).
+
+    A student is named by :func:`student_name`; submissions that share a name (files named after
+    the assignment outside nbgrader's layout, ``subs/ada/01_hermite/01_hermite.ipynb``) are named
+    after the nearest folder that tells them all apart (``ada``), and the note says so. Raises
+    ``ValueError`` where no folder does (the same file twice) or a new name is another's."""
+    paths = [Path(p) for p in paths]
+    named = [(student_name(p), "") for p in paths]
+    by_name: dict[str, list[int]] = {}
+    for k, (name, _) in enumerate(named):
+        by_name.setdefault(name, []).append(k)
+    for name, ks in by_name.items():
+        if len(ks) < 2:
+            continue
+        folders = [paths[k].resolve().parent.parts[::-1] for k in ks]
+        depth = next(
+            (
+                d
+                for d in range(max(map(len, folders)))
+                if len({f[d] if d < len(f) else None for f in folders}) == len(ks)
+            ),
+            None,
+        )
+        if depth is None or any(depth >= len(f) for f in folders):
+            listed = ", ".join(str(paths[k]) for k in ks)
+            raise ValueError(f"{len(ks)} submissions are the same file ({listed}): give each once")
+        for k, f in zip(ks, folders, strict=True):
+            note = f"named after its folder {f[depth]!r}: {len(ks)} submissions are named {name!r}"
+            named[k] = (f[depth], note)
+    seen: dict[str, Path] = {}
+    for path, (name, _) in zip(paths, named, strict=True):
+        if name in seen:
+            raise ValueError(
+                f"two submissions would both be student {name!r} ({seen[name]}, {path}): rename "
+                "one, or use nbgrader's submitted/<student>/<assignment>/ layout"
+            )
+        seen[name] = path
+    return named
 
 
 def chapter_of_path(path: str | os.PathLike) -> str | None:
@@ -93,9 +141,10 @@ def grade(
     student edition of :func:`booktools.assignments.build`). Without it, the chapter is inferred from the batch's *paths*
     (:func:`batch_chapter`: all must name the same chapter) and its student edition built from the
     repository ``root`` (default: the one the current directory is in); a submission's own metadata
-    never decides. The student is named from the path (:func:`student_name`: nbgrader's
-    ``submitted/<student>/<assignment>/`` layout, else the file stem). All files are read before the
-    first submission runs.
+    never decides. The student is named from the path (:func:`student_names`: nbgrader's
+    ``submitted/<student>/<assignment>/`` layout, else the file stem; submissions sharing a name are
+    named after the folder that tells them apart, and their rows say so). All files are read before
+    the first submission runs.
 
     The report is written as grading goes (each student's rows appended when graded, so a killed run
     keeps what it graded) and rewritten in the order of ``notebooks`` at the end. A submission the
@@ -115,7 +164,7 @@ def grade(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
-    if not sandbox.namespaces_available():
+    if not sandbox.box_available():
         if not no_sandbox:
             raise sandbox.SandboxUnavailable(sandbox.SANDBOX_MISSING)
         print(sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
@@ -125,12 +174,12 @@ def grade(
     else:
         fixed = chapter_release(batch_chapter(notebooks), chapters_folder(root=root))
     submissions = []
-    for path in notebooks:
+    for path, (student, note) in zip(notebooks, student_names(notebooks), strict=True):
         try:
             data = path.read_bytes()
         except OSError as exc:
             data = f"unreadable: {exc}".encode()
-        submissions.append((student_name(path), data))
+        submissions.append((student, note, data))
     folders = sorted({str(p.resolve().parent) for p in notebooks})
     folders += sorted({str(p.resolve().parents[2]) for p in notebooks if len(p.parts) >= 4
                        and p.parts[-4] in NBGRADER_STEPS})  # fmt: skip
@@ -159,7 +208,7 @@ def grade(
         partial.flush()
 
     def one(k: int) -> list:
-        student, data = submissions[k]
+        student, note, data = submissions[k]
         try:
             rows = grader.grade_submission(
                 data,
@@ -181,6 +230,8 @@ def grade(
                     student, "*", 0, 0, f"grader error: {type(exc).__name__}: {exc}"[:300]
                 )
             ]
+        if note:
+            rows = [dataclasses.replace(r, message=f"{r.message}; {note}") for r in rows]
         with lock:
             if partial is not None:
                 write_rows(csv.writer(partial), rows, header=False)

@@ -216,6 +216,15 @@ class _KernelDied(BaseException):
 
 HUNG = "timeout; the kernel ignored the interrupt and was stopped"
 INTERRUPT_GRACE_S = 15  # how long an interrupted cell may take to stop before the kernel is killed
+# How long the kernel may take to pick up a request (run the wire format's code, read the request
+# file, mark it taken) before the grader stops waiting: milliseconds for a working kernel; a kernel
+# whose builtins, ``exec`` or files the submission broke never gets there, and must not hold the
+# batch for the check's whole timeout.
+RPC_GRACE_S = 10
+NO_RPC = (
+    f"the kernel did not take the grader's request within {RPC_GRACE_S} s (the submission broke "
+    "what the request runs on, e.g. builtins.open) and was stopped"
+)
 
 
 class RemoteError(Exception):
@@ -236,13 +245,21 @@ class _Session:
         with contextlib.suppress(OSError):
             os.close(self.dir_fd)
 
-    def run(self, code: str, timeout: float) -> dict:
-        """Execute ``code``; return {"status", "error": (ename, evalue) | None}."""
+    def run(self, code: str, timeout: float, taken=None) -> dict:
+        """Execute ``code``; return {"status", "error": (ename, evalue) | None}. ``taken``: for a
+        request, whether the kernel has taken it; a kernel still busy without having taken it
+        ``RPC_GRACE_S`` after the request is killed (:data:`NO_RPC`)."""
         kc = self.box.client
         msg_id = kc.execute(code, store_history=False, allow_stdin=False, stop_on_error=False)
-        end = time.monotonic() + timeout
+        start = time.monotonic()
+        end = start + timeout
         error, status = None, None
         while True:
+            if taken is not None and time.monotonic() - start > RPC_GRACE_S:
+                if not taken():
+                    self.box.kill()
+                    raise _KernelDied(NO_RPC)
+                taken = None
             left = end - time.monotonic()
             if left <= 0:
                 if not self._interrupt(msg_id):
@@ -251,7 +268,7 @@ class _Session:
                     raise _KernelDied(HUNG)
                 raise _Timeout()
             try:
-                msg = kc.get_iopub_msg(timeout=min(left, 1.0))
+                msg = kc.get_iopub_msg(timeout=min(left, 0.5))
             except queue.Empty:
                 if not self.box.alive():
                     raise _KernelDied() from None
@@ -293,16 +310,33 @@ class _Session:
     def request(self, req: dict, timeout: float):
         token = secrets.token_hex(16)
         req_name, reply_name = f"req-{token}.json", f"reply-{token}.json"
-        body = json.dumps({**req, "token": token, "reply": str(self.channel / reply_name)})
+        taken_name = f"taken-{token}"
+        body = json.dumps(
+            {
+                **req,
+                "token": token,
+                "reply": str(self.channel / reply_name),
+                "taken": str(self.channel / taken_name),
+            }
+        )
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         fd = os.open(req_name, flags, 0o644, dir_fd=self.dir_fd)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(body)
+
+        def taken() -> bool:
+            try:
+                os.stat(taken_name, dir_fd=self.dir_fd, follow_symlinks=False)
+                return True
+            except OSError:
+                return False
+
         try:
-            self.run(codec.kernel_code(str(self.channel / req_name)), timeout)
+            self.run(codec.kernel_code(str(self.channel / req_name)), timeout, taken)
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(req_name, dir_fd=self.dir_fd)
+            for name in (req_name, taken_name):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=self.dir_fd)
         try:
             # non-blocking: a FIFO in the reply's place must not stall the grader
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -423,6 +457,35 @@ def _submission_cells(sub, items, release_cells):
     return plan
 
 
+def other_chapter(sub: dict, items) -> str | None:
+    """The chapter a submission belongs to when it is not the release's, or ``None``: told by its
+    graded cells' nbgrader ``grade_id`` (``hermite-ex1-solution``), when none of them is one of the
+    release's and all name one other chapter. Only the report's message uses it; what is graded is
+    always the release."""
+    from booktools.assignments.course import CHAPTERS
+
+    own = {it.grade_id for it in items}
+    gids = set()
+    for cell in sub.get("cells", []):
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+        gid = nbg.get("grade_id") if isinstance(nbg, dict) else None
+        if isinstance(gid, str):
+            gids.add(gid)
+    if not gids or gids & own:
+        return None
+    found = {ch.stem for ch in CHAPTERS for g in gids if g.startswith(f"{ch.short}-ex")}
+    return found.pop() if len(found) == 1 else None
+
+
+def release_chapter(items) -> str:
+    """The chapter a release is (its exercises' label prefix), or ``"the release"``."""
+    from booktools.assignments.course import CHAPTERS
+
+    found = {ch.stem for ch in CHAPTERS for it in items if it.label.startswith(f"{ch.short}-ex")}
+    return f"{found.pop()}'s" if len(found) == 1 else "the release's"
+
+
 _CHECK_LOCK = threading.Lock()
 
 
@@ -536,6 +599,12 @@ def grade_submission(
             results[it.label] = ExerciseResult(
                 student, it.label, 0, it.points, f"unreadable notebook: {exc}"[:300]
             )
+        return finish()
+    other = other_chapter(sub, items)
+    if other is not None:  # it would score zero anyway, with a NameError: say why instead
+        message = f"this is chapter {other}'s notebook, not {release_chapter(items)}: not graded"
+        for it in coding:
+            results[it.label] = ExerciseResult(student, it.label, 0, it.points, message)
         return finish()
     try:
         plan = _submission_cells(sub, items, release_cells)

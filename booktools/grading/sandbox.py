@@ -5,36 +5,43 @@
 - a private directory (its working directory, ``HOME``, ``IPYTHONDIR``, ``MPLCONFIGDIR``, ``TMPDIR``)
   that holds only the copy of that one submission and the kernel's connection file; a minimal
   environment (none of the grader's variables);
-- unprivileged Linux namespaces (``unshare --user --pid --mount --net``): its own PID namespace (it
-  sees no other process, so neither the grader's command line nor other kernels), no network, every
-  top-level folder but the system's (``/usr``, ``/etc``, ``/lib``, ...) hidden behind an empty tmpfs
-  (``/tmp`` with the other kernels' folders, ``/home``, ``/root``, ``/var``, ``/run``, the clone with
-  the instructor's solutions, the submissions' folders, wherever they are), the interpreter, the
-  environment and the package put back read-only, a private ``/dev/shm``, and every file system
-  read-only except its private directory (nothing it writes can reach the grader, the package or the
-  next submission); the kernel talks to the grader over Unix sockets in the private directory. Where
-  namespaces do not work, :func:`start_kernel` raises :class:`SandboxUnavailable` unless told
-  ``no_sandbox`` (then only the limits and the private working directory remain);
-- limits: address space (``RLIMIT_AS``), CPU time (``RLIMIT_CPU``), file size (``RLIMIT_FSIZE``), no
-  core files, and a process count of its own: where the grader may create a ``pids`` cgroup (cgroup
-  v1 ``/sys/fs/cgroup/pids`` or a delegated v2 subtree, e.g. when grading as root in a container),
-  each kernel gets one with ``pids.max = nproc`` (a fork bomb fails with ``EAGAIN`` there and starves
-  nothing else); otherwise ``RLIMIT_NPROC``, which Linux counts per user *within the kernel's user
-  namespace* (so it limits that one submission) but does not enforce at all for the real root user;
-- in its own session and process group; :meth:`Kernel.kill` kills the namespace (or, without
-  namespaces, the process group and every process carrying the run's token), so nothing outlives it;
-  a parent-death signal (``setpriv --pdeathsig``) kills the box even when the grader is killed first.
+- a box built by bubblewrap (``bwrap``, Debian's ``bubblewrap``, the sandbox Flatpak uses), which
+  makes the mounts and then drops every capability (``--unshare-all --unshare-user --disable-userns
+  --cap-drop ALL``): the mounts are locked, so no cell can unmount, remount or bind anything, create
+  a user namespace of its own, ``chroot``, ``pivot_root`` or join another namespace. Its own PID
+  namespace with the kernel as process 1 (it sees no other process: neither the grader's command
+  line nor other kernels, and it can ptrace none), no network, its own IPC and hostname. Its file
+  system is an empty read-only root holding only read-only binds of what the kernel needs: ``/usr``
+  (and the ``/bin``, ``/lib`` links), a few files of ``/etc`` (:data:`ETC`), ``/sys``, the
+  interpreter, the environment, the package and the course's own modules; ``/proc`` of its own
+  with ``/proc/sys`` read-only, a minimal ``/dev``, a private ``/dev/shm``, and the private
+  directory, the only writable folder. Nothing else exists in it: not ``/tmp`` with the other
+  kernels' folders, not the clone with the instructor's solutions, not the submissions' folders,
+  not the grader's home. The kernel talks to the grader over Unix sockets in the private
+  directory. Where ``bwrap`` is missing or cannot build the box, :func:`start_kernel` raises
+  :class:`SandboxUnavailable` unless told ``no_sandbox`` (then only the limits and the private
+  working directory remain);
+- limits (``prlimit``, inherited by the box): address space (``RLIMIT_AS``), CPU time
+  (``RLIMIT_CPU``), file size (``RLIMIT_FSIZE``), no core files, and a process count of its own:
+  where the grader may create a ``pids`` cgroup (cgroup v1 ``/sys/fs/cgroup/pids`` or a delegated
+  v2 subtree, e.g. when grading as root in a container), each kernel gets one with ``pids.max =
+  nproc`` (a fork bomb fails with ``EAGAIN`` there and starves nothing else); otherwise
+  ``RLIMIT_NPROC``, which Linux counts per user *within the box's user namespace* (so it limits
+  that one submission) but does not enforce at all for the real root user;
+- in its own session; :meth:`Kernel.kill` kills bubblewrap, whose ``--die-with-parent`` takes the
+  PID namespace and everything in it along (without the box: the process group and every process
+  carrying the run's token); a parent-death signal (``setpriv --pdeathsig``) and
+  ``--die-with-parent`` kill the box even when the grader is killed first.
 
-This is a box against a curious student, not a security boundary against a determined attacker (the
-kernel runs as the grader's user): grade untrusted work in a container or VM without credentials.
-
-Run as a script, this module is the launcher inside the box: ``python sandbox.py LIMITS.json
--- KERNEL ARGV...`` makes the mounts read-only, sets the limits, then ``exec``s the kernel.
+The kernel keeps the grader's user id (with no capability): as root it could still write a file
+owned by root where one is writable, which is why nothing but its private directory and
+``/dev/shm`` is, and why ``/proc/sys`` is bound read-only (bubblewrap 0.8 leaves it writable, and
+root may write a sysctl without any capability). Grade untrusted work in a container or VM without
+credentials all the same: a kernel exploit leaves any box.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -46,20 +53,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "SandboxUnavailable", "namespaces_available", "Kernel", "start_kernel"]
+__all__ = ["Limits", "SandboxUnavailable", "box_available", "Kernel", "start_kernel"]
 
 
 class SandboxUnavailable(RuntimeError):
-    """The box cannot be built here (no unprivileged user namespaces, ``ICL_GRADER_NO_NAMESPACES``
-    set, or no ``unshare``): the grader refuses to run unless told ``no_sandbox`` explicitly."""
+    """The box cannot be built here (``bwrap`` missing or refused, or ``ICL_GRADER_NO_BOX`` set):
+    the grader refuses to run unless told ``no_sandbox`` explicitly."""
 
 
 SANDBOX_MISSING = (
-    "the grader's sandbox cannot be built here (unprivileged user namespaces do not work, "
-    "ICL_GRADER_NO_NAMESPACES is set, or unshare is missing): refusing to grade. Grade in a "
-    "container or VM where `unshare --user --map-root-user --pid --fork --mount --net true` works "
-    "(Docker's default seccomp profile blocks it: e.g. `docker run --security-opt seccomp=unconfined`), "
-    "or pass --no-sandbox to grade without the box"
+    "the grader's sandbox cannot be built here (bubblewrap 0.8 or later is missing, cannot create "
+    "its namespaces, or ICL_GRADER_NO_BOX is set): refusing to grade. Install it (Debian and "
+    "Ubuntu: `sudo apt-get install bubblewrap`) and check that `bwrap --unshare-all --unshare-user "
+    "--disable-userns --ro-bind / / --proc /proc --dev /dev true` exits 0 (in Docker, the default "
+    "seccomp profile blocks it: `docker run --security-opt seccomp=unconfined`), or pass "
+    "--no-sandbox to grade without the box"
 )
 NO_SANDBOX_WARNING = (
     "WARNING: grading WITHOUT the sandbox (--no-sandbox): each kernel runs with your user id, can "
@@ -79,36 +87,41 @@ class Limits:
     threads: int | None = None  # BLAS/OpenMP threads (None: the grader's setting, if any)
 
 
-_UNSHARE = [
-    "unshare",
-    "--user",
-    "--map-root-user",
-    "--pid",
-    "--fork",
-    "--mount",
-    "--mount-proc",
-    "--net",
-    "--kill-child",
-]
-_NS_OK: bool | None = None
+# The box's namespaces and privileges: every namespace, a user namespace the kernel cannot nest
+# another in, no capability, the kernel as process 1 (no bubblewrap process inside it could
+# ptrace), killed with bubblewrap, in a session of its own (no TIOCSTI into a terminal).
+BWRAP_FLAGS = (
+    "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+    "--as-pid-1", "--die-with-parent", "--new-session",
+)  # fmt: skip
+# What the kernel reads of /etc: users and groups, the loader's cache, time zone, fonts,
+# certificates, Debian's links of alternatives and its Python's site configuration; not the rest
+# (/etc/shadow, host keys: a root kernel without capabilities still reads what root owns).
+ETC = (
+    "passwd", "group", "nsswitch.conf", "hosts", "localtime", "timezone", "ld.so.cache",
+    "ld.so.conf", "ld.so.conf.d", "fonts", "ssl", "ca-certificates", "alternatives", "mime.types",
+    "os-release", "matplotlibrc", f"python{sys.version_info.major}.{sys.version_info.minor}",
+)  # fmt: skip
+DEV_SHM_BYTES = 64 * 1024 * 1024
+_BOX_OK: bool | None = None
 
 
-def namespaces_available() -> bool:
-    """Whether unprivileged user, PID, mount and network namespaces work here (cached; the
-    environment variable ``ICL_GRADER_NO_NAMESPACES`` set to anything non-empty says no)."""
-    global _NS_OK
-    if _NS_OK is None:
-        if shutil.which("unshare") is None or os.environ.get("ICL_GRADER_NO_NAMESPACES"):
-            _NS_OK = False
+def box_available() -> bool:
+    """Whether bubblewrap builds the box here (cached; the environment variable
+    ``ICL_GRADER_NO_BOX`` set to anything non-empty says no)."""
+    global _BOX_OK
+    if _BOX_OK is None:
+        if shutil.which("bwrap") is None or os.environ.get("ICL_GRADER_NO_BOX"):
+            _BOX_OK = False
         else:
+            probe = ["bwrap", *BWRAP_FLAGS, "--ro-bind", "/", "/", "--proc", "/proc", "--dev",
+                     "/dev", "--", "true"]  # fmt: skip
             try:
-                r = subprocess.run(
-                    [*_UNSHARE, "--", "true"], capture_output=True, timeout=20, check=False
-                )
-                _NS_OK = r.returncode == 0
+                r = subprocess.run(probe, capture_output=True, timeout=20, check=False)
+                _BOX_OK = r.returncode == 0
             except (OSError, subprocess.SubprocessError):
-                _NS_OK = False
-    return _NS_OK
+                _BOX_OK = False
+    return _BOX_OK
 
 
 def _minimal_env(private: Path, token: str) -> dict[str, str]:
@@ -125,7 +138,7 @@ def _minimal_env(private: Path, token: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "ICL_GRADER_RUN": token,  # lets the grader find stray processes without namespaces
+        "ICL_GRADER_RUN": token,  # lets the grader find stray processes without the box
     }
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         if key in os.environ:
@@ -141,7 +154,7 @@ class Kernel:
     client: object
     private: Path
     token: str
-    namespaced: bool
+    boxed: bool
     cgroup: Path | None = None
     _killed: bool = field(default=False, repr=False)
 
@@ -181,7 +194,7 @@ class Kernel:
                 pass
         if self.cgroup is not None:
             _kill_cgroup(self.cgroup)
-        if not self.namespaced:
+        if not self.boxed:
             _kill_by_token(self.token)
         try:
             self.manager.cleanup_resources()
@@ -190,7 +203,7 @@ class Kernel:
 
 
 def _kill_by_token(token: str) -> None:
-    """Without namespaces: kill every process whose environment carries the run's token."""
+    """Without the box: kill every process whose environment carries the run's token."""
     needle = f"ICL_GRADER_RUN={token}".encode()
     for _ in range(3):
         found = False
@@ -259,22 +272,6 @@ def _kill_cgroup(group: Path) -> None:
             time.sleep(0.05)
 
 
-# Top-level folders the kernel sees (read-only): the system's programs, libraries and configuration
-# (fonts, certificates, the loader's cache). Every other top-level folder (/home, /root, /tmp, /var,
-# /run, /opt, /srv, /mnt, a /work holding the clone, ...) is hidden; the interpreter, the environment
-# and the package are put back wherever they live.
-SYSTEM_DIRS = frozenset(
-    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
-)
-
-
-def _top_level() -> list[Path]:
-    try:
-        return [e for e in Path("/").iterdir() if e.is_dir() and not e.is_symlink()]
-    except OSError:
-        return []
-
-
 def _package_dir() -> Path | None:
     """The ``icl_book`` package's folder (what the kernel imports), without importing it."""
     import importlib.util
@@ -283,6 +280,54 @@ def _package_dir() -> Path | None:
     if spec is None or not spec.origin:
         return None
     return Path(spec.origin).resolve().parent
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path != folder and folder in path.parents
+
+
+def box_command(private: Path, keep, hidden) -> list[str]:
+    """bubblewrap's command line for a kernel whose private directory is ``private``: the
+    namespaces, then its file system, built on an empty root. ``keep``: folders bound read-only
+    where they are (the interpreter, the environment, the package); ``hidden``: folders the kernel
+    must not see, which matters only for one lying inside a kept folder (it is covered there by an
+    empty read-only file system); everything else is simply not bound."""
+    args = ["bwrap", *BWRAP_FLAGS]
+    for name in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/", name)
+        if path.is_symlink():  # merged /usr: /bin -> usr/bin
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    args += [
+        "--ro-bind", "/sys", "/sys",
+        "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+        "--dev", "/dev", "--perms", "1777", "--size", str(DEV_SHM_BYTES), "--tmpfs", "/dev/shm",
+    ]  # fmt: skip
+    for folder in keep:
+        args += ["--ro-bind", str(folder), str(folder)]
+    covered = [h for h in hidden if any(_inside(h, k) for k in keep)]
+    for folder in covered:
+        args += ["--tmpfs", str(folder)]
+    args += ["--bind", str(private), str(private)]
+    for folder in ("/", "/dev", *map(str, covered)):
+        args += ["--remount-ro", folder]
+    return [*args, "--chdir", str(private / "work"), "--"]
+
+
+def _prlimit(limits: Limits) -> list[str]:
+    """``prlimit``'s command line setting ``limits`` (soft and hard) on the kernel it starts."""
+    mb = 1024 * 1024
+    values = {
+        "as": limits.memory_mb and limits.memory_mb * mb,
+        "cpu": limits.cpu_s,
+        "nproc": limits.nproc,
+        "fsize": limits.file_mb and limits.file_mb * mb,
+        "core": 0,
+    }
+    return ["prlimit", *(f"--{k}={int(v)}" for k, v in values.items() if v is not None), "--"]
 
 
 def start_kernel(
@@ -296,22 +341,24 @@ def start_kernel(
 ):
     """Start a boxed IPython kernel whose private directory is ``private`` (created, must be empty).
 
-    Raises :class:`SandboxUnavailable` where namespaces do not work, unless ``no_sandbox`` (then the
-    kernel runs with the limits only: the caller must say so loudly).
+    Raises :class:`SandboxUnavailable` where the box cannot be built, unless ``no_sandbox`` (then
+    the kernel runs with the limits only: the caller must say so loudly).
 
     ``pythonpath``: folders the kernel may import from besides the installed packages (e.g. a course's
     own helper modules); read-only inside the box. ``hide_dirs``: folders the kernel must not see
-    (the submissions' folders; the temporary directory is always hidden), each replaced by an empty
-    file system inside the box unless it holds the interpreter or the package."""
+    (the submissions' folders): absent from the box like everything not bound, and covered where
+    they lie inside a folder the kernel reads (the temporary directory, the clone and the grader's
+    home are always treated so)."""
     from jupyter_client import KernelManager
 
     limits = limits or Limits()
     private = Path(private)
     for sub in ("home", "ipython", "mpl", "jupyter", "tmp", "work"):
         (private / sub).mkdir(parents=True, exist_ok=True)
+    private = private.resolve()  # the box binds it where it really is
     token = secrets.token_hex(16)
-    namespaced = namespaces_available()
-    if not namespaced and not no_sandbox:
+    boxed = box_available()
+    if not boxed and not no_sandbox:
         raise SandboxUnavailable(SANDBOX_MISSING)
     env = _minimal_env(private, token)
     if limits.threads is not None:  # kernels graded side by side must not oversubscribe the cores
@@ -319,42 +366,29 @@ def start_kernel(
             env[key] = str(limits.threads)
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
-    limits_file = private / "limits.json"
-    private_real = private.resolve()
-    # What the kernel may read (read-only): the interpreter, the environment, the package and the
-    # course's own modules. Everything else the kernel could use to reach another student or the
-    # instructor is hidden behind an empty tmpfs, whatever contains what (the clone or the venv may
-    # live under /tmp): the temporary directory (the other kernels' private folders), the clone (the
-    # instructor's solutions), the grader's home, the submissions' folders; /dev/shm is a private
-    # tmpfs of its own.
+    # What the kernel may read: the interpreter, the environment, the package and the course's own
+    # modules. What it must not, even where one of those contains it: the temporary directory (the
+    # other kernels' private folders), the clone (the instructor's solutions), the grader's home,
+    # the submissions' folders.
     keep = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), _package_dir()]
     keep += [Path(p).resolve() for p in pythonpath]
     keep = [k for k in dict.fromkeys(keep) if k is not None and k.is_dir()]
-    candidates = [
-        *(e for e in _top_level() if e.name not in SYSTEM_DIRS),
+    hidden = [
         Path(tempfile.gettempdir()),
         Path(__file__).resolve().parents[2],  # the clone booktools runs from
         Path.home(),
         *(Path(h) for h in hide_dirs),
     ]
-    hide = []
-    for folder in dict.fromkeys(c.resolve() for c in candidates if c.is_dir()):
-        # a kept folder inside a hidden one is put back, a hidden one inside a kept one hidden again
-        if folder.is_dir() and folder not in (Path("/"), private_real, *keep):
-            hide.append(str(folder))
-    limits_file.write_text(
-        json.dumps(
-            {
-                **limits.__dict__,
-                "private": str(private_real),
-                "namespaced": namespaced,
-                "hide": hide,
-                "restore": [str(k) for k in keep],
-            }
-        )
-    )
-    launcher = [sys.executable, "-I", str(Path(__file__).resolve()), str(limits_file), "--"]
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    hidden = [h for h in dict.fromkeys(h.resolve() for h in hidden) if h not in keep]
+    box = box_command(private, keep, hidden) if boxed else []
+    kernel = [
+        *_prlimit(limits),
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+    ]
 
     cgroup = _pids_cgroup(token, limits.nproc)
     # the first process joins the cgroup before anything else runs, so all it starts counts there
@@ -363,15 +397,13 @@ def start_kernel(
         if cgroup is not None
         else []
     )
-
     # If the grader itself dies (SIGKILL, a closed terminal), its kernels die with it: the parent-death
-    # signal survives exec, and unshare's --kill-child passes it on to the namespace's first process.
+    # signal survives exec, and bubblewrap's --die-with-parent passes it on to the box.
     orphan_guard = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
 
     class _BoxedKernelManager(KernelManager):
         def format_kernel_cmd(self, extra_arguments=None):
-            box = [*join, *(_UNSHARE + ["--"] if namespaced else []), *launcher, *kernel]
-            cmd = [*orphan_guard, *box]
+            cmd = [*orphan_guard, *join, *box, *kernel]
             return [c.replace("{connection_file}", self.connection_file) for c in cmd]
 
     km = _BoxedKernelManager(
@@ -385,101 +417,10 @@ def start_kernel(
         raise
     kc = km.client()
     kc.start_channels()
-    box = Kernel(km, kc, private, token, namespaced, cgroup)
+    started = Kernel(km, kc, private, token, boxed, cgroup)
     try:
         kc.wait_for_ready(timeout=startup_timeout)
     except BaseException:
-        box.kill()
+        started.kill()
         raise
-    return box
-
-
-# --------------------------------------------------------------------------------------------------
-# Inside the box
-# --------------------------------------------------------------------------------------------------
-def _bind(source: str, target: str) -> None:
-    """``mount --bind`` through the system call (mount(8) would resolve a /proc/self/fd link to the
-    path it once had)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    ms_bind, ms_rec = 4096, 16384
-    if libc.mount(source.encode(), target.encode(), None, ms_bind | ms_rec, None) != 0:
-        raise OSError(ctypes.get_errno(), f"bind mount of {target} failed")
-
-
-def _inside(limits_file: str, argv: list[str]) -> None:
-    import ctypes  # noqa: F401 - imported now: the standard library may be hidden while it mounts
-    import resource
-
-    cfg = json.loads(Path(limits_file).read_text())
-    private = cfg["private"]
-    if cfg.get("namespaced"):
-        # Hide the temporary directory, the clone, the grader's home and the folders the
-        # submissions came from behind empty tmpfs mounts; put back what the kernel needs (the
-        # interpreter, the environment, the package: through descriptors opened before), hide again
-        # what lies inside those, put the private directory back last, give /dev/shm a private
-        # tmpfs, then make every mount read-only but the private directory and /dev/shm; /proc and
-        # /sys are the namespace's own.
-        keep = [k for k in cfg.get("restore", []) if os.path.isdir(k)]
-        fds = {d: os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in [private, *keep]}
-        hide = cfg.get("hide", [])
-
-        def tmpfs(folder: str, options: str = "size=1m,mode=755") -> None:
-            subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", options, "tmpfs", folder],
-                check=False, capture_output=True,
-            )  # fmt: skip
-
-        def inside(path: str, folder: str) -> bool:
-            return path != folder and path.startswith(folder.rstrip("/") + "/")
-
-        for folder in hide:
-            tmpfs(folder)
-        restored = []
-        for folder in keep:
-            if not os.path.isdir(folder) or any(inside(folder, h) for h in hide):
-                os.makedirs(folder, exist_ok=True)
-                _bind(f"/proc/self/fd/{fds[folder]}", folder)  # the descriptor, not the path
-                restored.append(folder)
-        for (
-            folder
-        ) in hide:  # e.g. the submissions' folder inside the clone, under the venv's parent
-            if any(inside(folder, k) for k in restored) and os.path.isdir(folder):
-                tmpfs(folder)
-        os.makedirs(private, exist_ok=True)
-        _bind(f"/proc/self/fd/{fds[private]}", private)
-        for fd in fds.values():
-            os.close(fd)
-        if os.path.isdir("/dev/shm"):
-            tmpfs("/dev/shm", "size=64m,mode=1777,nosuid,nodev")
-        os.chdir(os.path.join(private, "work"))
-        mounts = sorted(
-            {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()}
-        )
-        for mp in mounts:
-            if mp == private or mp == "/dev/shm" or mp.startswith(("/proc", "/dev", "/sys")):
-                continue
-            subprocess.run(["mount", "-o", "remount,bind,ro", mp], check=False, capture_output=True)
-    elif os.getsid(0) != os.getpid():
-        # own session and process group, killed with killpg (jupyter_client usually starts the
-        # launcher in a new session already: setsid() would then fail with EPERM)
-        os.setsid()
-    os.unlink(limits_file)
-
-    def cap(which, value):
-        if value is not None:
-            resource.setrlimit(which, (int(value), int(value)))
-
-    mb = 1024 * 1024
-    cap(resource.RLIMIT_AS, cfg["memory_mb"] and cfg["memory_mb"] * mb)
-    cap(resource.RLIMIT_CPU, cfg["cpu_s"])
-    cap(resource.RLIMIT_NPROC, cfg["nproc"])
-    cap(resource.RLIMIT_FSIZE, cfg["file_mb"] and cfg["file_mb"] * mb)
-    cap(resource.RLIMIT_CORE, 0)
-    os.execv(argv[0], argv)
-
-
-if __name__ == "__main__":
-    sep = sys.argv.index("--")
-    _inside(sys.argv[1], sys.argv[sep + 1 :])
+    return started
