@@ -34,6 +34,11 @@ CHAPTERS = [f"chapters/{md.stem}.html" for md in chapters.chapter_sources(ROOT)]
 MATH_PAGES = ["chapters/intro.html", "chapters/notation.html", *CHAPTERS]
 
 
+# A keyboard reader reaches a chapter's "Next" link in at most this many Tabs (formulas are not tab stops;
+# each box that scrolls is one).
+MAX_TABS_TO_NEXT = 40
+
+
 def book_pages() -> list[str]:
     """Every page of the built book: chapters/*.html and the generated indexes."""
     pages = sorted(str(p.relative_to(HTML)) for p in (HTML / "chapters").glob("*.html"))
@@ -77,6 +82,10 @@ def measure(site, page: str) -> dict:
             out["secondary"] = browser.drawer_check(phone, "secondary")
             out["phone_inline_math"] = browser.inline_math_check(phone)
             out["phone_keyboard"] = browser.keyboard_scroll_check(phone)
+            out["phone_boxes"] = browser.scroll_boxes_check(phone)
+            out["phone_code_cue"] = browser.code_cue_check(phone)
+            out["phone_titles"] = browser.title_lines(phone)
+            out["phone_tooltips"] = browser.stuck_tooltip_check(phone)
             out["phone_figures"] = browser.figures_of(phone)  # opens folded solutions: last
             out["markers"] = browser.solution_markers_check(phone)
         with Loaded(chromium, f"{url}/{page}", DESKTOP) as desk:
@@ -89,6 +98,9 @@ def measure(site, page: str) -> dict:
             out["downloads"] = browser.downloads_of(desk)
             out["search_fields"] = browser.search_fields_of(desk)
             out["formula_focus"] = browser.formula_focus_check(desk)
+            out["boxes"] = browser.scroll_boxes_check(desk)
+            if re.match(r"chapters/\d\d_", page):
+                out["tabs_to_next"] = browser.tabs_to_next(desk, limit=MAX_TABS_TO_NEXT)
             out["axe_light"] = browser.axe_check(desk)
             # Switch to dark mode and let the theme's colour transitions finish before measuring
             # contrast (a run mid-transition saw half-faded text).
@@ -224,6 +236,38 @@ def test_keyboard_path_one_stop_per_formula_and_visible_focus(site, page):
         f"{len(formulas['invisible'])} of {formulas['checked']} formulas show no focus ring (or a "
         f"clipped one): {formulas['invisible'][:4]}"
     )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", [p for p in PAGES if re.match(r"chapters/\d\d_", p)])
+def test_keyboard_reaches_next_in_at_most_40_tabs(site, page):
+    found = measure(site, page)["tabs_to_next"]
+    assert found["before"] >= 0, "no Next link"
+    assert found["tabs"] is not None, (
+        f"Next not reached in {MAX_TABS_TO_NEXT} Tabs: {found['before']} tab stops before it "
+        f"({found['stops']} on the page)"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_every_box_that_scrolls_is_one_named_tab_stop_with_a_focus_ring(site, page):
+    m = measure(site, page)
+    for width, boxes in (("1280", m["boxes"]), ("390", m["phone_boxes"])):
+        assert boxes["problems"] == [], (
+            f"at {width} px, {len(boxes['problems'])} of {boxes['boxes']} boxes that scroll "
+            f"({boxes['kinds']}): {boxes['problems'][:4]}"
+        )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_phone_code_cue_titles_and_no_stuck_tooltip(site, page):
+    m = measure(site, page)
+    assert m["phone_code_cue"] == [], f"code blocks scroll with no cue: {m['phone_code_cue'][:3]}"
+    long = [t for t in m["phone_titles"] if t["lines"] > 3]
+    assert long == [], f"titles over 3 lines at 390 px: {long}"
+    assert m["phone_tooltips"] == [], f"tooltips left over the page: {m['phone_tooltips']}"
 
 
 def _fetch(site, href: str) -> bytes:
