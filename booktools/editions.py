@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import functools
-import hashlib
 import json
 import re
 import subprocess
@@ -53,6 +51,7 @@ from booktools import add_root_option, find_root
 from booktools.chapters import chapter_notebooks
 from booktools.myst import SOLUTION_TITLE
 from booktools.sphinx.ext import BOOK_INDEX_VERSION, book_index_path
+from booktools.wheel import package_version, wheel_name, wheel_sha256
 
 __all__ = [
     "EditionError",
@@ -65,7 +64,6 @@ __all__ = [
     "load_index",
     "install_cell",
     "wheel_path",
-    "wheel_sha256",
     "wheel_url",
     "write_install_cells",
 ]
@@ -329,38 +327,6 @@ def bibliography_anchor(key: str) -> str:
     from docutils.nodes import make_id
 
     return make_id(f"cite-{key}")
-
-
-def package_version(root: Path) -> str:
-    """The support package's version, from ``pyproject.toml``."""
-    text = (Path(root) / "pyproject.toml").read_text()
-    m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
-    if m is None:
-        raise EditionError("pyproject.toml has no version")
-    return m[1]
-
-
-def wheel_name(version: str) -> str:
-    return f"icl_book-{version}-py3-none-any.whl"
-
-
-@functools.lru_cache(maxsize=4)
-def _wheel_sha256(root: str, sources: tuple) -> str:
-    from booktools.publish import build_wheel
-
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = build_wheel(Path(root), Path(tmp))
-        return hashlib.sha256(wheel.read_bytes()).hexdigest()
-
-
-def wheel_sha256(root: Path) -> str:
-    """The SHA-256 of the package's wheel as ``booktools.publish.build_wheel`` builds it (byte for byte
-    the same on every machine with the locked setuptools); cached per state of the sources."""
-    from booktools.publish import wheel_inputs
-
-    root = Path(root).resolve()
-    state = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in wheel_inputs(root))
-    return _wheel_sha256(str(root), state)
 
 
 def wheel_path(root: Path) -> str:

@@ -7,9 +7,9 @@ the chapters' Markdown sources into the site); this step adds the support packag
 the wheel's SHA-256) and then checks that the folder is complete: the PDF, every edition as committed, and
 the wheel at the very address, with the very SHA-256, that every edition's install cell names.
 
-The wheel is built reproducibly (:func:`build_wheel`): from a temporary copy of the sources with fixed
-file modes and ``SOURCE_DATE_EPOCH`` fixed, so the same sources give the same bytes on every machine with the
-locked setuptools, and a notebook executed today pins the wheel the site serves tomorrow.
+The wheel is built reproducibly (:func:`booktools.wheel.build_wheel`): the same sources give the same
+bytes on every machine with the locked setuptools, so a notebook executed today pins the wheel the site
+serves tomorrow.
 
 A deployment replaces the whole site, so ``--keep-from URL`` first copies every wheel the site at ``URL``
 lists in ``packages/index.txt`` (each checked against the SHA-256 its folder names) into the new site, and
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import urllib.error
@@ -30,48 +28,11 @@ import urllib.request
 from pathlib import Path
 
 from booktools import add_root_option, editions, find_root
+from booktools.wheel import build_wheel, wheel_sha256
 
-__all__ = ["build_wheel", "keep_earlier_wheels", "site_problems", "wheel_inputs", "write_index"]
+__all__ = ["keep_earlier_wheels", "site_problems", "write_index"]
 
-#: The wheel's zip timestamps (1980-01-01, the earliest a zip file can hold): no build time in its bytes.
-SOURCE_DATE_EPOCH = "315532800"
 INDEX = "index.txt"  # packages/index.txt: one wheel path (relative to packages/) a line
-
-
-def wheel_inputs(root: Path) -> list[Path]:
-    """Every file the wheel is built from: the package (without caches) and the project's metadata."""
-    root = Path(root)
-    files = [
-        p
-        for p in sorted((root / "icl_book").rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
-    ]
-    return files + [
-        root / n for n in ("pyproject.toml", "README.md", "LICENSE") if (root / n).exists()
-    ]
-
-
-def build_wheel(root: Path, out: Path) -> Path:
-    """The wheel of the package in ``root``, written into ``out``, the same bytes wherever it is built."""
-    root = Path(root)
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        for path in wheel_inputs(root):
-            copy = src / path.relative_to(root)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, copy)
-            copy.chmod(0o644)  # the zip records each file's mode; a clone's umask must not show
-        env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps",
-             "--no-build-isolation", "-q", "-w", str(out), str(src)],
-            check=True, env=env,
-        )  # fmt: skip
-    wheel = out / editions.wheel_name(editions.package_version(root))
-    if not wheel.exists():
-        raise SystemExit(f"pip built {sorted(p.name for p in out.iterdir())}, not {wheel.name}")
-    return wheel
 
 
 def sha256(path: Path) -> str:
@@ -134,7 +95,7 @@ def site_problems(root: Path, site: Path) -> list[str]:
     wheel = site / path
     if not wheel.exists():
         problems.append(f"{site}: no {path} (the editions install {editions.wheel_url(root)})")
-    elif sha256(wheel) != editions.wheel_sha256(root):
+    elif sha256(wheel) != wheel_sha256(root):
         problems.append(f"{site}: {path} is not the build the install cells pin (SHA-256)")
     index = site / editions.PACKAGES_DIR / INDEX
     listed = index.read_text().split() if index.exists() else []

@@ -51,6 +51,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from booktools import editions, fresh_venv
+from booktools.wheel import build_wheel, wheel_inputs, wheel_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
@@ -99,7 +100,7 @@ def test_the_package_version_is_the_projects():
 def test_every_install_cell_pins_this_package_build_on_the_configured_site(path):
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
     site = _site_address()
-    sha = editions.wheel_sha256(ROOT)
+    sha = wheel_sha256(ROOT)
     expected = f"{site}packages/{sha[:16]}/icl_book-{version}-py3-none-any.whl"
     name, cell = path.relative_to(ROOT), _first_code_cell(path)
     m = WHEEL_RE.search(cell)
@@ -129,23 +130,22 @@ def test_install_cell_regex_can_fail():
 def test_the_wheel_build_is_reproducible(tmp_path):
     """The pin holds only if the site's wheel, built later on another machine, has the same bytes: two
     builds of the same sources, with other file times and modes, give the same SHA-256."""
-    from booktools import publish
 
     copy = tmp_path / "root"
-    for path in publish.wheel_inputs(ROOT):
+    for path in wheel_inputs(ROOT):
         target = copy / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
         target.chmod(0o600)
         os.utime(target, (1.9e9, 1.9e9))
-    one = publish.build_wheel(ROOT, tmp_path / "one")
-    two = publish.build_wheel(copy, tmp_path / "two")
+    one = build_wheel(ROOT, tmp_path / "one")
+    two = build_wheel(copy, tmp_path / "two")
     digests = {hashlib.sha256(w.read_bytes()).hexdigest() for w in (one, two)}
-    assert digests == {editions.wheel_sha256(ROOT)}
+    assert digests == {wheel_sha256(ROOT)}
     (copy / "icl_book" / "__init__.py").write_text(
         (copy / "icl_book" / "__init__.py").read_text() + "\n# changed\n"
     )
-    changed = publish.build_wheel(copy, tmp_path / "three")
+    changed = build_wheel(copy, tmp_path / "three")
     assert hashlib.sha256(changed.read_bytes()).hexdigest() not in digests
 
 
@@ -292,10 +292,8 @@ def test_install_cell_installs_the_pinned_wheel_and_imports_it(tmp_path):
 
 def publish_wheel_bytes(tmp_path) -> bytes:
     """The wheel ``make publish`` puts on the site (its SHA-256 is the one every cell names)."""
-    from booktools import publish
-
-    wheel = publish.build_wheel(ROOT, tmp_path / "published")
-    assert editions.wheel_sha256(ROOT) == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    wheel = build_wheel(ROOT, tmp_path / "published")
+    assert wheel_sha256(ROOT) == hashlib.sha256(wheel.read_bytes()).hexdigest()
     return wheel.read_bytes()
 
 
@@ -348,7 +346,7 @@ def test_a_failed_install_stops_with_one_clear_message_and_no_cascade(tmp_path):
     message = _stopped(cells)
     assert message == (
         f"Refused {url}/{editions.wheel_path(ROOT)}: its SHA-256 is "
-        f"{hashlib.sha256(tampered).hexdigest()}, not {editions.wheel_sha256(ROOT)}."
+        f"{hashlib.sha256(tampered).hexdigest()}, not {wheel_sha256(ROOT)}."
     )
     assert _streams(cells[0], "stdout").count("\n") == 1  # "Installing ...": pip never ran
 

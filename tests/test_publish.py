@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from booktools import editions, publish
+from booktools.wheel import build_wheel
 
 from .conftest import ROOT
 
@@ -83,7 +84,7 @@ def test_an_incomplete_site_is_refused(tmp_path):
     wheel.write_bytes(b"PK")  # at its path, but not the build the cells pin
     publish.write_index(site / editions.PACKAGES_DIR)
     assert [p for p in publish.site_problems(ROOT, site) if "SHA-256" in p]
-    publish.build_wheel(ROOT, tmp_path / "dist")
+    build_wheel(ROOT, tmp_path / "dist")
     shutil.copyfile(tmp_path / "dist" / wheel.name, wheel)
     assert publish.site_problems(ROOT, site) == []
     (site / editions.PACKAGES_DIR / publish.INDEX).write_text("")
