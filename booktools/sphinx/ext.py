@@ -121,7 +121,7 @@ class _CrossChapterExerciseRefs(SphinxPostTransform):
 class _LongTables(SphinxPostTransform):
     """In the PDF, a table of more than :data:`LONG_TABLE_ROWS` rows may cross pages (``longtable``).
     Sphinx makes only tables of more than 30 rows long ones; a shorter table of long cells (the results
-    page, the instructors' table) was one box taller than a page and ran past its foot."""
+    page, the instructors' table, the figure index) was one box taller than a page and ran past its foot."""
 
     default_priority = 800
     formats = ("latex",)
@@ -130,10 +130,11 @@ class _LongTables(SphinxPostTransform):
         for table in self.document.findall(nodes.table):
             rows = sum(len(body.children) for body in table.findall(nodes.tbody))
             if rows > LONG_TABLE_ROWS and "longtable" not in table["classes"]:
-                table["classes"].append("longtable")
+                # A longtable's columns need widths (tabulary finds its own): those of the source.
+                table["classes"] += ["longtable", "colwidths-given"]
 
 
-LONG_TABLE_ROWS = 8
+LONG_TABLE_ROWS = 4
 
 
 # --- the whole-book PDF -----------------------------------------------------------------------------
