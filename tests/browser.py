@@ -519,8 +519,8 @@ WIDE_FORMULAS_JS = """() => Array.from(document.querySelectorAll('span.math')).f
 
 
 def keyboard_scroll_check(loaded: Loaded) -> dict:
-    """Every inline formula wider than its box, scrolled from the keyboard: its focusable part (MathJax's
-    ``mjx-container``) is focused, then End, ← and Home are pressed. Returns ``{"wide": n, "stuck":
+    """Every inline formula wider than its box, scrolled from the keyboard: the box (``span.math``, one
+    tab stop when it scrolls) is focused, then End, ← and Home are pressed. Returns ``{"wide": n, "stuck":
     [...]}``, naming formulas that cannot take focus or that the keys do not scroll to both ends."""
     page = loaded.page
     wide = page.evaluate(WIDE_FORMULAS_JS)
@@ -528,8 +528,8 @@ def keyboard_scroll_check(loaded: Loaded) -> dict:
     for i in wide:
         span = page.locator(f'span.math[data-icl-wide="{i}"]')
         state = span.evaluate(
-            "s => { const c = s.querySelector('mjx-container'); if (c) c.focus(); "
-            "return {focus: !!c && document.activeElement === c && c.tabIndex >= 0, "
+            "s => { s.focus(); "
+            "return {focus: document.activeElement === s && s.tabIndex >= 0, "
             "more: s.querySelector('mjx-math').getBoundingClientRect().width - s.clientWidth}; }"
         )
         what = span.evaluate(
@@ -592,24 +592,23 @@ FORMULA_FOCUS_JS = """(limit) => {
     return cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 && !/rgba\\(.*, 0\\)$|transparent/.test(cs.outlineColor); };
   const out = {checked: 0, invisible: []};
   for (const span of Array.from(document.querySelectorAll('article span.math')).slice(0, limit)) {
-    const c = span.querySelector(':scope > mjx-container');
-    if (!c || c.tabIndex < 0 || !span.getClientRects().length) continue;
-    c.focus({preventScroll: true});
-    if (document.activeElement !== c) continue;
+    if (span.tabIndex < 0 || !span.getClientRects().length) continue;
+    span.focus({preventScroll: true});
+    if (document.activeElement !== span) continue;
     out.checked += 1;
-    // A ring on the container is drawn outside it, where span.math (which scrolls) clips it.
-    const seen = (ring(span) && c.matches(':focus-visible')) ||
-      (ring(c) && getComputedStyle(span).overflowX === 'visible');
-    if (!seen) out.invisible.push((c.querySelector('mjx-assistive-mml') || c).textContent.slice(0, 30));
-    c.blur();
+    // The box scrolls, so a ring drawn outside it would be clipped by nothing but must show: the ring
+    // is the box's own outline.
+    if (!(ring(span) && span.matches(':focus-visible')))
+      out.invisible.push((span.querySelector('mjx-assistive-mml') || span).textContent.slice(0, 30));
+    span.blur();
   }
   return out;
 }"""
 
 
 def formula_focus_check(loaded: Loaded, limit: int = 40) -> dict:
-    """Focus the first ``limit`` inline formulas from the keyboard: ``{"checked", "invisible"}`` lists
-    formulas whose focus ring is missing or clipped by their scrolling box."""
+    """Focus the inline formulas among the first ``limit`` that are tab stops (those that scroll) from the
+    keyboard: ``{"checked", "invisible"}`` lists formulas that show no focus ring."""
     loaded.page.keyboard.press(
         "Shift"
     )  # keyboard modality: script focus then matches :focus-visible
@@ -630,10 +629,11 @@ TABS_TO_NEXT_JS = _FOCUSABLE_JS.join(
 
 
 def tabs_to_next(loaded: Loaded, limit: int = 40) -> dict:
-    """Press Tab from the top of the page, as a keyboard reader does, until a link to the next chapter
-    (where the "Next" link at the page's foot, ``a.right-next``, goes) has focus or ``limit`` presses
-    have gone by. Returns ``{"tabs": presses or
-    None, "before": tab stops ahead of it in document order, "stops": all tab stops}``."""
+    """Press Tab from the top of the page, as a keyboard reader does, until a "Next" control has focus (the
+    link at the page's foot, ``a.right-next``, or a link to the same page named "Next…", as the header's)
+    or ``limit`` presses have gone by: the chapter link in the navigation does not count. Returns
+    ``{"tabs": presses or None, "before": tab stops ahead of the foot's link in document order,
+    "stops": all tab stops}``."""
     page = loaded.page
     page.evaluate(
         "() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }"
@@ -644,7 +644,8 @@ def tabs_to_next(loaded: Loaded, limit: int = 40) -> dict:
         page.keyboard.press("Tab")
         if page.evaluate(
             "() => { const a = document.activeElement, n = document.querySelector('a.right-next');"
-            " return !!a && !!n && a.matches('a[href]') && a.href === n.href; }"
+            " return !!a && !!n && a.href === n.href &&"
+            " (a === n || /^Next\\b/.test(a.getAttribute('aria-label') || '')); }"
         ):
             tabs = n
             break

@@ -673,7 +673,9 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
     chromium, tmp_path
 ):
     # What the site did before: solution code with nbgrader's markers, the theme's header bar with its
-    # own search field at 1280 px (no icl.css), and a phone-wide formula that no key scrolls (no icl.js).
+    # own search field at 1280 px (no icl.css), and without icl.js/icl.css: Next only after every link
+    # and copy button, a phone-wide formula that is no tab stop and that no key scrolls, code blocks
+    # that scroll with no cue, a five-line title and the tooltip left after the drawer closed.
     terms = " + ".join(f"x_{{{i}}}" for i in range(40))
     code = (
         '<div class="highlight"><pre>def f():\n    ### BEGIN SOLUTION\n    return 1\n</pre></div>'
@@ -688,12 +690,18 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
 
     with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
         assert len(browser.search_fields_of(loaded)) == 2
-        ring = browser.formula_focus_check(loaded)
-        assert ring["checked"] >= 1 and len(ring["invisible"]) == ring["checked"], ring
+        assert browser.tabs_to_next(loaded, limit=40)["tabs"] is None  # no Next in the header
     with broken_page(chromium, tmp_path / "phone", edit, PHONE) as loaded:
+        boxes = browser.scroll_boxes_check(loaded)
+        assert any("not a tab stop" in p for p in boxes["problems"]), boxes
+        assert browser.code_cue_check(loaded), "a code block that scrolls with no cue"
         kb = browser.keyboard_scroll_check(loaded)
         assert kb["wide"] >= 1 and len(kb["stuck"]) == kb["wide"], kb
         assert browser.solution_markers_check(loaded) == 1
+    chapter6 = "chapters/06_depth_block_coordinate_descent.html"
+    with broken_page(chromium, tmp_path / "title", edit, PHONE, page=chapter6) as loaded:
+        assert [t for t in browser.title_lines(loaded) if t["lines"] > 3], "the theme's 42 px title"
+        assert browser.stuck_tooltip_check(loaded), "the theme's tooltip after the drawer closed"
 
 
 def test_tex_as_index_text():
