@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHAPTERS ?=
-TEX_PACKAGES := apt-get install texlive-xetex texlive-latex-extra texlive-fonts-recommended latexmk fonts-freefont-otf xindy
+# What make pdf needs (Debian/Ubuntu; about 0.6 GB): installed by make pdf when missing and run as root.
+TEX_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended latexmk fonts-freefont-otf fonts-dejavu-core xindy poppler-utils
 # Clear a forced matplotlib backend: it makes notebook figures vanish (CONTRIBUTING.md).
 export MPLBACKEND :=
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -24,7 +25,7 @@ help:
 	@echo "make assignments student and instructor notebooks into _build/assignments"
 	@echo "make benchmarks  speed and memory tables"
 	@echo "make lock        regenerate the lock requirements.txt from requirements.in"
-	@echo "make pdf         the PDF edition, _build/latex/icl-book.pdf (needs: $(TEX_PACKAGES)); 'make pdf html': a site that links it"
+	@echo "make pdf         the PDF edition (A4), _build/latex/icl-book.pdf, checked (booktools/pdf_log.py); 'make pdf html': a site that links it"
 	@echo "make clean-testcache  forget the passes make test remembers (it re-runs everything next time)"
 	@echo "make publish     the whole published site in _build/html: HTML, PDF, editions, wheel"
 
@@ -182,30 +183,39 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	@touch $@
 
-# The stages in order (booktools/stages.py): it stops at the first failure and always ends with the
+# The stages in order (booktools/stages.py; the PDF before the HTML, which then publishes and links it): it stops at the first failure and always ends with the
 # time of each stage, so that a slow-down shows in every CI log.
 test: $(STAMP) browser bubblewrap
-	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs html unit nbval-both
+	@MAKE="$(MAKE)" $(BIN)/python -m booktools.stages lint pairs pdf html unit nbval-both
 
-# The PDF edition: xelatex into _build/latex/icl-book.pdf, and nothing else. An HTML build made while
-# that file exists publishes it as _build/html/icl-book.pdf and links it from the introduction and every
-# page's download menu (booktools/sphinx/ext.py), so `make pdf html` gives a site with the PDF, as
-# `make publish` does. An HTML build without a PDF has no such link, so no link is ever dead.
+# The PDF edition (A4): xelatex into _build/latex/icl-book.pdf, then its log checked (booktools/pdf_log.py):
+# any missing character, undefined reference or citation, or box overfull by more than 5 pt fails. The
+# TeX packages are installed when missing and we are root (as the browser stage installs chromium; CI's
+# runner is root), else the apt-get line is printed. An HTML build made while the PDF exists publishes
+# it as _build/html/icl-book.pdf and links it from the introduction and every page's download menu
+# (booktools/sphinx/ext.py), so `make pdf html` gives a site with the PDF, as `make publish` does. An
+# HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
-	@command -v xelatex >/dev/null 2>&1 || { echo "error: xelatex is missing: $(TEX_PACKAGES)"; exit 1; }
+	@command -v xelatex >/dev/null 2>&1 && command -v latexmk >/dev/null 2>&1 && fc-list | grep -q "DejaVu Sans Mono" || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the TeX packages for the PDF (about 0.6 GB) ..."; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
+	  else echo "error: the PDF needs TeX: run 'sudo apt-get install --no-install-recommends $(TEX_PACKAGES)'"; exit 1; fi; }
 	$(BIN)/jupyter-book build . --all --builder pdflatex --path-output $(BUILD_ROOT)
+	$(BIN)/python -m booktools.pdf_log $(BUILD_ROOT)/_build/latex/icl-book.log
 	@echo "PDF: $(abspath $(BUILD_ROOT))/_build/latex/icl-book.pdf; 'make html' publishes it with the site"
 
 # The published site in one folder, _build/html: the editions (make editions), the whole-book PDF and the
 # HTML (make pdf; the HTML build copies the PDF, the editions and the chapters' .md sources in), and the
 # package's wheel at packages/, where every chapter's Colab install cell fetches it (booktools/publish.py
-# builds it and checks the folder). .github/workflows/pages.yml runs exactly this command.
+# builds it and checks the folder). KEEP_FROM=<the site's URL> keeps the wheels the site serves now (older
+# editions pin them). .github/workflows/pages.yml runs this command on a commit whose tests passed.
 .PHONY: publish
 publish: $(STAMP)
 	$(MAKE) --no-print-directory editions
 	$(MAKE) --no-print-directory pdf
 	$(MAKE) --no-print-directory html
-	$(BIN)/python -m booktools.publish _build/html
+	$(BIN)/python -m booktools.publish _build/html $(if $(KEEP_FROM),--keep-from $(KEEP_FROM))
 
 clean:
 	rm -rf _build .testcache

@@ -4,29 +4,55 @@
   const ready = (fn) =>
     document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", fn) : fn();
 
-  // --- Boxes wider than their column scroll: inline formulas (span.math), display equations, tables and,
-  // on a phone, figures. A box is marked at the edge that has more (icl-more-left/right: a shadow behind
-  // the glyphs in icl.css, never a mask over them) only when what the reader sees is wider than the box.
-  // MathJax's hidden MathML (mjx-assistive-mml) is wider than the typeset formula and inflates every
-  // scrollWidth around it, so a formula is measured by its visible box, mjx-math (tests/browser.py:
-  // inline_math_check). Nothing here adds a tab stop: MathJax's mjx-container is one already (its
-  // accessibility explorer), and it is the focusable content of the box that scrolls (axe:
-  // scrollable-region-focusable); a table's scroll container gets tabindex from the theme.
-  const SCROLLERS = "span.math, div.math mjx-container, .pst-scrollable-table-container, a.icl-figure-scroll";
+  // --- Boxes wider than their column scroll: inline formulas (span.math), display equations, code blocks,
+  // cell outputs, tables and, on a phone, figures. A box is marked at the edge that has more
+  // (icl-more-left/right: a shadow behind the glyphs in icl.css, never a mask over them) only when what
+  // the reader sees is wider than the box. MathJax's hidden MathML (mjx-assistive-mml) is wider than the
+  // typeset formula and inflates every scrollWidth around it, so a formula is measured by its visible box,
+  // mjx-math (tests/browser.py: inline_math_check).
+  // The keyboard: formulas are not tab stops (MathJax's inTabOrder is off in _config.yml: 77 to 557 of a
+  // chapter's stops were formulas). A box that scrolls is one tab stop instead, named by what it holds
+  // ("Formula, scrolls sideways"), with a focus ring (icl.css); ← → Home End scroll it. A figure's
+  // scrolling link is a tab stop already; pydata-sphinx-theme makes code blocks, outputs and tables that
+  // scroll tab stops, and this names them.
+  const SCROLLERS =
+    "span.math, div.math mjx-container, .pst-scrollable-table-container, a.icl-figure-scroll, " +
+    ".bd-article pre, .bd-article .cell_output > .output";
+  const KINDS = [
+    ["span.math, div.math mjx-container", "Formula"],
+    ["pre", "Code"],
+    [".cell_output > .output", "Output"],
+    [".pst-scrollable-table-container", "Table"],
+  ];
   const scrollers = () => document.querySelectorAll(SCROLLERS);
+  const isMath = (el) => el.matches("span.math, div.math mjx-container");
   // How far the visible content of ``el`` reaches past its box (CSS px) and how far it is scrolled.
   const overflow = (el) => {
-    if (el.matches("span.math, div.math mjx-container")) {
+    if (isMath(el)) {
       const m = el.querySelector("mjx-math");
       return m ? m.getBoundingClientRect().width - el.clientWidth : 0;
     }
     return el.scrollWidth - el.clientWidth;
+  };
+  const label = (el, scrolls) => {
+    const kind = KINDS.find(([selector]) => el.matches(selector));
+    if (!kind) return;  // a figure's link: named by its image
+    if (scrolls) {
+      el.tabIndex = 0;
+      el.setAttribute("role", "group");
+      el.setAttribute("aria-label", `${kind[1]}, scrolls sideways`);
+    } else if (el.getAttribute("aria-label")) {
+      el.removeAttribute("role");
+      el.removeAttribute("aria-label");
+      if (isMath(el)) el.removeAttribute("tabindex");
+    }
   };
   const update = (el) => {
     const more = overflow(el);
     const scrolls = more > 1;
     el.classList.toggle("icl-more-right", scrolls && el.scrollLeft < more - 1);
     el.classList.toggle("icl-more-left", scrolls && el.scrollLeft > 1);
+    label(el, scrolls);
     const fig = el.matches("a.icl-figure-scroll") && el.closest("figure");
     if (fig) fig.classList.toggle("icl-wide", scrolls);
   };
@@ -67,15 +93,13 @@
     });
   };
 
-  // --- A formula wider than its column scrolls from the keyboard too. Its only tab stop is MathJax's
-  // mjx-container (focusable for MathJax's explorer); while it has focus, ← and → move the formula by
-  // about three characters, Home and End to its ends (keys MathJax left alone). tests/browser.py:
-  // keyboard_scroll_check presses them on every formula that scrolls.
+  // --- A box that scrolls, focused, scrolls from the keyboard: ← and → by about three characters, Home
+  // and End to its ends (a browser scrolls a focused box with the arrows, but Home and End move the page;
+  // and a formula's scrollWidth includes MathJax's hidden MathML). tests/browser.py: keyboard_scroll_check.
   const STEP_EM = 3;
   const scrollByKey = (event) => {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
-    const container = event.target.closest && event.target.closest("mjx-container");
-    const box = container && container.closest("span.math");
+    const box = event.target.matches && event.target.matches(SCROLLERS) ? event.target : null;
     if (!box) return;
     const more = overflow(box);
     if (more <= 1) return;
@@ -99,7 +123,25 @@
     if (document.fonts) document.fonts.ready.then(() => requestAnimationFrame(updateAll));
   });
 
+  // --- The next chapter within a few Tabs: the article's header gets a "Next" button, the same link as
+  // the one at the page's foot, which a keyboard reader reached only after every link and copy button of
+  // the chapter (47 links and 60 copy buttons in chapter 3). tests/test_browser.py counts the Tabs.
+  const nextInHeader = () => {
+    const next = document.querySelector("a.right-next");
+    const buttons = document.querySelector(".bd-header-article .article-header-buttons");
+    if (!next || !buttons || buttons.querySelector(".icl-next-chapter")) return;
+    const title = (next.querySelector(".prev-next-title") || next).textContent.trim();
+    const link = document.createElement("a");
+    link.href = next.getAttribute("href");
+    link.className = "btn btn-sm icl-next-chapter";
+    link.setAttribute("aria-label", `Next: ${title}`);
+    link.title = `Next: ${title}`;
+    link.innerHTML = '<i class="fa-solid fa-arrow-right" aria-hidden="true"></i>';
+    buttons.append(link);
+  };
+
   ready(() => {
+    nextInHeader();
     // --- The bibliography: role="list" whose children are doc-biblioentry (aria-required-children;
     // doc-biblioentry is deprecated and allowed only inside doc-bibliography). Make them list items.
     document.querySelectorAll('[role="list"] > [role="doc-biblioentry"]').forEach((e) => e.setAttribute("role", "listitem"));

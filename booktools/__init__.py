@@ -16,7 +16,9 @@ them from the repository root). The modules, one job each:
 - ``explorer_data``: the theory explorer's data.
 - ``train_study``: train, inspect and export the converged studies of chapters 5 and 6.
 - ``sphinx``: the Sphinx extensions of the HTML and PDF builds.
-- ``publish``: the published site in one folder.
+- ``publish``: the published site in one folder; keeps the wheels of the site deployed before.
+- ``wheel``: the package's wheel, built reproducibly, and its SHA-256 (what the install cells pin).
+- ``pdf_log``: what the PDF's LaTeX log says went wrong (missing characters, undefined references, overfull boxes).
 - ``fresh_venv``: a venv with the package's wheel and only what it declares, and its Jupyter kernel.
 - ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.
 

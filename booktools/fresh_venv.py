@@ -35,7 +35,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from booktools import add_root_option, find_root
-from booktools.publish import build_wheel
+from booktools.wheel import build_wheel
 
 __all__ = ["KERNEL", "FreshVenv", "closure", "create", "link_distributions", "wheel_requirements"]
 

@@ -279,6 +279,11 @@ def figure_index_markdown(root: Path | None = None) -> str:
             f"{{doc}}`{md.stem}` — {len(figures)} figure(s); the whole chapter runs in "
             + (f"{total:.0f} s." if total is not None else "(not timed yet)."),
             "",
+            # The PDF's column widths (the web page sizes its own): the package calls' long names
+            # ran 124 pt off the page in a column LaTeX's tabulary made too narrow.
+            "```{tabularcolumns} \\Y{0.17}\\Y{0.43}\\Y{0.28}\\Y{0.12}",
+            "```",
+            "",
             "| figure | what it shows | package calls in the cell | cell run time |",
             "|---|---|---|---|",
         ]

@@ -1,6 +1,6 @@
 """Run ``make test``'s stages in order and print the time of each at the end (issue 30).
 
-``python -m booktools.stages lint pairs html unit nbval-both`` runs ``make <target>`` for each
+``python -m booktools.stages lint pairs pdf html unit nbval-both`` runs ``make <target>`` for each
 stage, stops at the first that fails, and always ends with a table of the stages' wall times (and the
 stage that failed), so that the next slow-down is visible in every CI log.
 """
@@ -17,6 +17,7 @@ import time
 LABELS = {
     "lint": "lint (ruff)",
     "pairs": "chapter pairs (.md/.ipynb)",
+    "pdf": "PDF (xelatex; its log checked)",
     "html": "book build (-W -n)",
     "unit": "unit, build and browser tests",
     "nbval": "nbval (2 threads)",

@@ -519,8 +519,8 @@ WIDE_FORMULAS_JS = """() => Array.from(document.querySelectorAll('span.math')).f
 
 
 def keyboard_scroll_check(loaded: Loaded) -> dict:
-    """Every inline formula wider than its box, scrolled from the keyboard: its focusable part (MathJax's
-    ``mjx-container``) is focused, then End, ← and Home are pressed. Returns ``{"wide": n, "stuck":
+    """Every inline formula wider than its box, scrolled from the keyboard: the box (``span.math``, one
+    tab stop when it scrolls) is focused, then End, ← and Home are pressed. Returns ``{"wide": n, "stuck":
     [...]}``, naming formulas that cannot take focus or that the keys do not scroll to both ends."""
     page = loaded.page
     wide = page.evaluate(WIDE_FORMULAS_JS)
@@ -528,8 +528,8 @@ def keyboard_scroll_check(loaded: Loaded) -> dict:
     for i in wide:
         span = page.locator(f'span.math[data-icl-wide="{i}"]')
         state = span.evaluate(
-            "s => { const c = s.querySelector('mjx-container'); if (c) c.focus(); "
-            "return {focus: !!c && document.activeElement === c && c.tabIndex >= 0, "
+            "s => { s.focus(); "
+            "return {focus: document.activeElement === s && s.tabIndex >= 0, "
             "more: s.querySelector('mjx-math').getBoundingClientRect().width - s.clientWidth}; }"
         )
         what = span.evaluate(
@@ -592,25 +592,165 @@ FORMULA_FOCUS_JS = """(limit) => {
     return cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 && !/rgba\\(.*, 0\\)$|transparent/.test(cs.outlineColor); };
   const out = {checked: 0, invisible: []};
   for (const span of Array.from(document.querySelectorAll('article span.math')).slice(0, limit)) {
-    const c = span.querySelector(':scope > mjx-container');
-    if (!c || c.tabIndex < 0 || !span.getClientRects().length) continue;
-    c.focus({preventScroll: true});
-    if (document.activeElement !== c) continue;
+    if (span.tabIndex < 0 || !span.getClientRects().length) continue;
+    span.focus({preventScroll: true});
+    if (document.activeElement !== span) continue;
     out.checked += 1;
-    // A ring on the container is drawn outside it, where span.math (which scrolls) clips it.
-    const seen = (ring(span) && c.matches(':focus-visible')) ||
-      (ring(c) && getComputedStyle(span).overflowX === 'visible');
-    if (!seen) out.invisible.push((c.querySelector('mjx-assistive-mml') || c).textContent.slice(0, 30));
-    c.blur();
+    // The box scrolls, so a ring drawn outside it would be clipped by nothing but must show: the ring
+    // is the box's own outline.
+    if (!(ring(span) && span.matches(':focus-visible')))
+      out.invisible.push((span.querySelector('mjx-assistive-mml') || span).textContent.slice(0, 30));
+    span.blur();
   }
   return out;
 }"""
 
 
 def formula_focus_check(loaded: Loaded, limit: int = 40) -> dict:
-    """Focus the first ``limit`` inline formulas from the keyboard: ``{"checked", "invisible"}`` lists
-    formulas whose focus ring is missing or clipped by their scrolling box."""
+    """Focus the inline formulas among the first ``limit`` that are tab stops (those that scroll) from the
+    keyboard: ``{"checked", "invisible"}`` lists formulas that show no focus ring."""
     loaded.page.keyboard.press(
         "Shift"
     )  # keyboard modality: script focus then matches :focus-visible
     return loaded.page.evaluate(FORMULA_FOCUS_JS, limit)
+
+
+# --- the keyboard path to "Next", the boxes that scroll, the phone's header and titles -------------------
+
+TABS_TO_NEXT_JS = _FOCUSABLE_JS.join(
+    [
+        "() => {",
+        """
+  const next = document.querySelector('a.right-next');
+  return {before: next ? stops.indexOf(next) : -1, stops: stops.length};
+}""",
+    ]
+)
+
+
+def tabs_to_next(loaded: Loaded, limit: int = 40) -> dict:
+    """Press Tab from the top of the page, as a keyboard reader does, until a "Next" control has focus (the
+    link at the page's foot, ``a.right-next``, or a link to the same page named "Next…", as the header's)
+    or ``limit`` presses have gone by: the chapter link in the navigation does not count. Returns
+    ``{"tabs": presses or None, "before": tab stops ahead of the foot's link in document order,
+    "stops": all tab stops}``."""
+    page = loaded.page
+    page.evaluate(
+        "() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }"
+    )
+    counted = page.evaluate(TABS_TO_NEXT_JS)
+    tabs = None
+    for n in range(1, limit + 1):
+        page.keyboard.press("Tab")
+        if page.evaluate(
+            "() => { const a = document.activeElement, n = document.querySelector('a.right-next');"
+            " return !!a && !!n && a.href === n.href &&"
+            " (a === n || /^Next\\b/.test(a.getAttribute('aria-label') || '')); }"
+        ):
+            tabs = n
+            break
+    return {"tabs": tabs, **counted}
+
+
+SCROLL_BOXES_JS = (
+    "() => {"
+    + _describe_js("describe")
+    + _FOCUSABLE_JS
+    + """
+  const out = {boxes: 0, kinds: {}, problems: []};
+  const math = (e) => e.matches('span.math, div.math mjx-container');
+  const more = (e) => {
+    if (math(e)) { const m = e.querySelector('mjx-math'); return m ? m.getBoundingClientRect().width - e.clientWidth : 0; }
+    return e.scrollWidth - e.clientWidth;
+  };
+  const ring = (e) => { const cs = getComputedStyle(e);
+    return cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 && !/rgba\\(.*, 0\\)$|transparent/.test(cs.outlineColor) &&
+      parseFloat(cs.outlineOffset) <= -parseFloat(cs.outlineWidth); };  // drawn inside: nothing clips it
+  const name = (e) => e.getAttribute('aria-label') || (e.querySelector('img[alt]') || {}).alt || '';
+  const article = document.querySelector('article') || document.body;
+  for (const e of article.querySelectorAll('*')) {
+    const ox = getComputedStyle(e).overflowX;
+    if (!(ox === 'auto' || ox === 'scroll') || !e.getClientRects().length || e.closest('details:not([open])')) continue;
+    if (getComputedStyle(e).visibility !== 'visible') continue;  // in a folded solution: not shown
+    if (more(e) <= 1 || e.clientWidth === 0) continue;
+    out.boxes += 1;
+    const kind = e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : '');
+    out.kinds[kind] = (out.kinds[kind] || 0) + 1;
+    const own = stops.filter(s => e === s || e.contains(s));
+    const what = describe(e);
+    if (!stops.includes(e)) { out.problems.push(`${what}: not a tab stop (${own.length} inside)`); continue; }
+    if (own.length !== 1) { out.problems.push(`${what}: ${own.length} tab stops`); continue; }
+    if (!name(e)) out.problems.push(`${what}: no accessible name`);
+    e.focus({preventScroll: true});
+    if (document.activeElement !== e || !e.matches(':focus-visible') || !ring(e))
+      out.problems.push(`${what}: no focus ring drawn inside its edge`);
+    e.blur();
+  }
+  return out;
+}"""
+)
+
+
+def scroll_boxes_check(loaded: Loaded) -> dict:
+    """Every box of the article that scrolls sideways (its visible content wider than it): ``{"boxes",
+    "kinds", "problems"}``, naming boxes that are not exactly one tab stop, have no accessible name, or
+    show no focus ring (at least 2 px, drawn inside the box, where no scrolling ancestor clips it)."""
+    loaded.page.keyboard.press("Shift")  # keyboard modality: script focus matches :focus-visible
+    return loaded.page.evaluate(SCROLL_BOXES_JS)
+
+
+CODE_CUE_JS = """() => Array.from(document.querySelectorAll('article pre')).filter(p =>
+  p.getClientRects().length && p.scrollWidth > p.clientWidth + 1 &&
+  !(p.classList.contains('icl-more-right') || p.classList.contains('icl-more-left'))).map(p =>
+  `${p.scrollWidth - p.clientWidth} px hidden: ${p.textContent.trim().slice(0, 40)}`)"""
+
+
+def code_cue_check(loaded: Loaded) -> list[str]:
+    """Code blocks that scroll sideways with no cue at their edge."""
+    return loaded.page.evaluate(CODE_CUE_JS)
+
+
+TOOLTIPS_JS = """() => Array.from(document.querySelectorAll('.tooltip')).filter(t => {
+  const r = t.getBoundingClientRect(), cs = getComputedStyle(t);
+  return r.width > 0 && r.height > 0 && cs.display !== 'none' && cs.visibility !== 'hidden' && parseFloat(cs.opacity) > 0;
+}).map(t => t.textContent.trim())"""
+
+
+def stuck_tooltip_check(loaded: Loaded) -> list[str]:
+    """On a phone: tap the page-contents button, close its drawer by tapping beside it, scroll; returns
+    the tooltips still shown (none expected). A page without contents has nothing to tap: ``[]``."""
+    page = loaded.page
+    button = page.locator(".secondary-toggle:visible")
+    if button.count() == 0:
+        return []
+    button.first.tap()
+    page.wait_for_timeout(300)
+    page.touchscreen.tap(10, 400)  # beside the drawer, which opens from the right
+    page.wait_for_timeout(300)
+    page.mouse.wheel(0, 600)
+    page.evaluate("() => window.scrollBy(0, 600)")
+    page.wait_for_timeout(300)
+    return page.evaluate(TOOLTIPS_JS)
+
+
+TITLE_LINES_JS = """() => Array.from(document.querySelectorAll('article h1')).map(h => {
+  const cs = getComputedStyle(h);
+  const line = parseFloat(cs.lineHeight) || 1.2 * parseFloat(cs.fontSize);
+  // The lines its words sit on: the tops of its text's boxes (not the hidden ¶ link), a line apart.
+  const tops = [];
+  const walker = document.createTreeWalker(h, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const n = walker.currentNode;
+    if (!n.textContent.trim() || n.parentElement.closest('.headerlink, mjx-assistive-mml')) continue;
+    const range = document.createRange(); range.selectNodeContents(n);
+    for (const r of range.getClientRects()) if (r.width > 1) tops.push(r.top);
+  }
+  tops.sort((a, b) => a - b);
+  const lines = tops.filter((t, i) => i === 0 || t - tops[i - 1] > line / 2).length;
+  return {title: h.textContent.replace('¶', '').trim().slice(0, 60), lines, px: parseFloat(cs.fontSize)};
+})"""
+
+
+def title_lines(loaded: Loaded) -> list[dict]:
+    """Each ``h1`` of the article: how many lines its text takes, its font size and line height."""
+    return loaded.page.evaluate(TITLE_LINES_JS)

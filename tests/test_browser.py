@@ -34,6 +34,11 @@ CHAPTERS = [f"chapters/{md.stem}.html" for md in chapters.chapter_sources(ROOT)]
 MATH_PAGES = ["chapters/intro.html", "chapters/notation.html", *CHAPTERS]
 
 
+# A keyboard reader reaches a chapter's "Next" link in at most this many Tabs (formulas are not tab stops;
+# each box that scrolls is one).
+MAX_TABS_TO_NEXT = 40
+
+
 def book_pages() -> list[str]:
     """Every page of the built book: chapters/*.html and the generated indexes."""
     pages = sorted(str(p.relative_to(HTML)) for p in (HTML / "chapters").glob("*.html"))
@@ -77,6 +82,10 @@ def measure(site, page: str) -> dict:
             out["secondary"] = browser.drawer_check(phone, "secondary")
             out["phone_inline_math"] = browser.inline_math_check(phone)
             out["phone_keyboard"] = browser.keyboard_scroll_check(phone)
+            out["phone_boxes"] = browser.scroll_boxes_check(phone)
+            out["phone_code_cue"] = browser.code_cue_check(phone)
+            out["phone_titles"] = browser.title_lines(phone)
+            out["phone_tooltips"] = browser.stuck_tooltip_check(phone)
             out["phone_figures"] = browser.figures_of(phone)  # opens folded solutions: last
             out["markers"] = browser.solution_markers_check(phone)
         with Loaded(chromium, f"{url}/{page}", DESKTOP) as desk:
@@ -89,6 +98,9 @@ def measure(site, page: str) -> dict:
             out["downloads"] = browser.downloads_of(desk)
             out["search_fields"] = browser.search_fields_of(desk)
             out["formula_focus"] = browser.formula_focus_check(desk)
+            out["boxes"] = browser.scroll_boxes_check(desk)
+            if re.match(r"chapters/\d\d_", page):
+                out["tabs_to_next"] = browser.tabs_to_next(desk, limit=MAX_TABS_TO_NEXT)
             out["axe_light"] = browser.axe_check(desk)
             # Switch to dark mode and let the theme's colour transitions finish before measuring
             # contrast (a run mid-transition saw half-faded text).
@@ -224,6 +236,38 @@ def test_keyboard_path_one_stop_per_formula_and_visible_focus(site, page):
         f"{len(formulas['invisible'])} of {formulas['checked']} formulas show no focus ring (or a "
         f"clipped one): {formulas['invisible'][:4]}"
     )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", [p for p in PAGES if re.match(r"chapters/\d\d_", p)])
+def test_keyboard_reaches_next_in_at_most_40_tabs(site, page):
+    found = measure(site, page)["tabs_to_next"]
+    assert found["before"] >= 0, "no Next link"
+    assert found["tabs"] is not None, (
+        f"Next not reached in {MAX_TABS_TO_NEXT} Tabs: {found['before']} tab stops before it "
+        f"({found['stops']} on the page)"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_every_box_that_scrolls_is_one_named_tab_stop_with_a_focus_ring(site, page):
+    m = measure(site, page)
+    for width, boxes in (("1280", m["boxes"]), ("390", m["phone_boxes"])):
+        assert boxes["problems"] == [], (
+            f"at {width} px, {len(boxes['problems'])} of {boxes['boxes']} boxes that scroll "
+            f"({boxes['kinds']}): {boxes['problems'][:4]}"
+        )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_phone_code_cue_titles_and_no_stuck_tooltip(site, page):
+    m = measure(site, page)
+    assert m["phone_code_cue"] == [], f"code blocks scroll with no cue: {m['phone_code_cue'][:3]}"
+    long = [t for t in m["phone_titles"] if t["lines"] > 3]
+    assert long == [], f"titles over 3 lines at 390 px: {long}"
+    assert m["phone_tooltips"] == [], f"tooltips left over the page: {m['phone_tooltips']}"
 
 
 def _fetch(site, href: str) -> bytes:
@@ -629,7 +673,9 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
     chromium, tmp_path
 ):
     # What the site did before: solution code with nbgrader's markers, the theme's header bar with its
-    # own search field at 1280 px (no icl.css), and a phone-wide formula that no key scrolls (no icl.js).
+    # own search field at 1280 px (no icl.css), and without icl.js/icl.css: Next only after every link
+    # and copy button, a phone-wide formula that is no tab stop and that no key scrolls, code blocks
+    # that scroll with no cue, a five-line title and the tooltip left after the drawer closed.
     terms = " + ".join(f"x_{{{i}}}" for i in range(40))
     code = (
         '<div class="highlight"><pre>def f():\n    ### BEGIN SOLUTION\n    return 1\n</pre></div>'
@@ -644,12 +690,18 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
 
     with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
         assert len(browser.search_fields_of(loaded)) == 2
-        ring = browser.formula_focus_check(loaded)
-        assert ring["checked"] >= 1 and len(ring["invisible"]) == ring["checked"], ring
+        assert browser.tabs_to_next(loaded, limit=40)["tabs"] is None  # no Next in the header
     with broken_page(chromium, tmp_path / "phone", edit, PHONE) as loaded:
+        boxes = browser.scroll_boxes_check(loaded)
+        assert any("not a tab stop" in p for p in boxes["problems"]), boxes
+        assert browser.code_cue_check(loaded), "a code block that scrolls with no cue"
         kb = browser.keyboard_scroll_check(loaded)
         assert kb["wide"] >= 1 and len(kb["stuck"]) == kb["wide"], kb
         assert browser.solution_markers_check(loaded) == 1
+    chapter6 = "chapters/06_depth_block_coordinate_descent.html"
+    with broken_page(chromium, tmp_path / "title", edit, PHONE, page=chapter6) as loaded:
+        assert [t for t in browser.title_lines(loaded) if t["lines"] > 3], "the theme's 42 px title"
+        assert browser.stuck_tooltip_check(loaded), "the theme's tooltip after the drawer closed"
 
 
 def test_tex_as_index_text():

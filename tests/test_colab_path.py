@@ -1,18 +1,23 @@
 """The Colab path: the package as a wheel in a fresh virtual environment runs a chapter end to end.
 
 Colab has Python, NumPy, SciPy, Matplotlib, torch and Jupyter preinstalled and gets ``icl_book`` from the
-chapter's first cell, which pip-installs the wheel of this very package version from the book's site
-(``<site>/packages/icl_book-<version>-py3-none-any.whl``; ``make publish`` puts it there; the site's address
-comes from ``_config.yml``) whenever ``import icl_book`` fails, in Colab or in a local Jupyter. This file
-tests:
+chapter's first cell whenever ``import icl_book`` fails, in Colab or in a local Jupyter. The cell pins the
+very build of the package: it fetches ``<site>/packages/<hash>/icl_book-<version>-py3-none-any.whl``
+(``make publish`` puts it there; the site's address comes from ``_config.yml``, the folder is the start of
+the wheel's SHA-256) or the wheel that ``ICL_BOOK_WHEEL`` names (a mirror's URL or a file), checks its
+SHA-256, and pip-installs it. This file tests:
 
-- ``test_every_install_cell_pins_this_package_version_on_the_configured_site``: the first code cell of
-  every chapter source, executed chapter and edition installs that wheel, and only when the import fails;
-- the cell in a kernel, in four cases: the package present (it does nothing: no output, no pip),
-  missing and installable (one line saying what it installs, then the import works in the same
-  kernel), the wheel missing (it stops with a plain message as its only output line, pip's reason on
-  stderr, and no later cell runs: no ``NameError`` cascade), and a local kernel without torch (it
-  stops before pip and says how to get PyTorch's CPU build, not PyPI's multi-GB CUDA one);
+- ``test_every_install_cell_pins_this_package_build_on_the_configured_site``: the first code cell of
+  every chapter source, executed chapter and edition names that wheel and its SHA-256 (that of the wheel
+  built from the package as it is now: a changed package fails until the cells are regenerated), and
+  installs only when the import fails;
+- the cell in a kernel: the package present (it does nothing: no output, no pip; and one line when
+  NumPy is outside the tested range); missing and installable from the site (one line saying what it
+  installs, then the import works in the same kernel); a wheel missing from the site, a wheel whose
+  SHA-256 differs, and a wheel pip rejects (each stops with a plain message, the last with pip's one
+  decisive line, no colour codes, and no later cell runs: no ``NameError`` cascade); ``ICL_BOOK_WHEEL``
+  honoured; and a local kernel without torch (it stops before pip and says how to get PyTorch's CPU
+  build, not PyPI's multi-GB CUDA one);
 - ``test_wheel_in_fresh_venv_runs_the_prologue_edition``: the package built as a wheel and installed
   into a fresh venv outside the repository (``booktools.fresh_venv``) executes the prologue's edition top
   to bottom with that venv's own kernel (``sys.prefix`` and ``icl_book.__file__`` are checked from inside
@@ -29,6 +34,7 @@ package index and runs two editions there.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -45,10 +51,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from booktools import editions, fresh_venv
+from booktools.wheel import build_wheel, wheel_inputs, wheel_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "chapters" / "00_prologue.ipynb"
-WHEEL_RE = re.compile(r'SITE = "(?P<site>[^"]+)"\n\s*WHEEL = SITE \+ "(?P<path>[^"]+)"')
+WHEEL_RE = re.compile(
+    r'SITE = "(?P<site>[^"]+)"\n\s*WHEEL = SITE \+ "(?P<path>[^"]+)"\n\s*SHA256 = "(?P<sha>[0-9a-f]{64})"'
+)
 
 
 def _site_address():
@@ -88,20 +97,21 @@ def test_the_package_version_is_the_projects():
 
 
 @pytest.mark.parametrize("path", _install_cell_files())
-def test_every_install_cell_pins_this_package_version_on_the_configured_site(path):
+def test_every_install_cell_pins_this_package_build_on_the_configured_site(path):
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
     site = _site_address()
-    expected = f"{site}packages/icl_book-{version}-py3-none-any.whl"
+    sha = wheel_sha256(ROOT)
+    expected = f"{site}packages/{sha[:16]}/icl_book-{version}-py3-none-any.whl"
     name, cell = path.relative_to(ROOT), _first_code_cell(path)
     m = WHEEL_RE.search(cell)
     assert m, f"{name}: the first code cell is not the install cell"
-    assert m["site"] + m["path"] == expected, (
-        f"{name} installs {m['site'] + m['path']}, not the wheel of version {version} on "
-        f"{site}: run `python -m booktools.editions install-cells` and `make editions`"
+    fix = "run `python -m booktools.editions install-cells` and `make editions`"
+    assert (m["site"] + m["path"], m["sha"]) == (expected, sha), (
+        f"{name} installs {m['site'] + m['path']} ({m['sha'][:16]}), not the wheel of the package as "
+        f"it is now ({expected}): {fix}"
     )
     assert cell == editions.install_cell(ROOT), (
-        f"{name}: not the install cell of booktools.editions (edited by hand, or older): run "
-        "`python -m booktools.editions install-cells` and `make editions`"
+        f"{name}: not the install cell of booktools.editions (edited by hand, or older): {fix}"
     )
     guard = cell.index('try:\n    importlib.import_module("icl_book")\nexcept ImportError:')
     assert guard < cell.index("pip = "), f"{name}: pip must run only when the import fails"
@@ -112,8 +122,31 @@ def test_install_cell_regex_can_fail():
     m = WHEEL_RE.search(cell)
     assert m["path"].endswith(".whl") and m["site"] == _site_address()
     assert WHEEL_RE.search(cell.replace("WHEEL = SITE +", "WHEEL =")) is None
+    assert WHEEL_RE.search(re.sub(r'SHA256 = "\w+"', 'SHA256 = ""', cell)) is None
     old = '%pip install -q "icl-book @ git+https://github.com/icl-book/icl-book@main"'
     assert WHEEL_RE.search(old) is None
+
+
+def test_the_wheel_build_is_reproducible(tmp_path):
+    """The pin holds only if the site's wheel, built later on another machine, has the same bytes: two
+    builds of the same sources, with other file times and modes, give the same SHA-256."""
+
+    copy = tmp_path / "root"
+    for path in wheel_inputs(ROOT):
+        target = copy / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        target.chmod(0o600)
+        os.utime(target, (1.9e9, 1.9e9))
+    one = build_wheel(ROOT, tmp_path / "one")
+    two = build_wheel(copy, tmp_path / "two")
+    digests = {hashlib.sha256(w.read_bytes()).hexdigest() for w in (one, two)}
+    assert digests == {wheel_sha256(ROOT)}
+    (copy / "icl_book" / "__init__.py").write_text(
+        (copy / "icl_book" / "__init__.py").read_text() + "\n# changed\n"
+    )
+    changed = build_wheel(copy, tmp_path / "three")
+    assert hashlib.sha256(changed.read_bytes()).hexdigest() not in digests
 
 
 def _run(cmd, **kw):
@@ -176,7 +209,7 @@ def _run_cells(tmp_path, py, env, sources):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
     run = tmp_path / "cells"
-    run.mkdir()
+    run.mkdir(parents=True)
     nbformat.write(nb, run / "in.ipynb")
     (run / "runner.py").write_text(CELLS_RUNNER)
     _run([str(py), "runner.py", "in.ipynb", "out.ipynb"], env=env, cwd=run, timeout=600)
@@ -189,38 +222,61 @@ def _streams(cell, name):
 
 def _empty(tmp_path):
     """A site folder without any wheel."""
-    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty").mkdir(parents=True)
     return tmp_path / "empty"
 
 
-def _served_cell(url):
+def _served_cell(url, **replace):
+    """The install cell with the site at ``url`` (and ``replace``: name → new text of a line ``NAME =``)."""
     cell = editions.install_cell(ROOT)
     served = cell.replace(_site_address(), f"{url}/")
     assert served != cell
+    for name, value in replace.items():
+        served, n = re.subn(rf"^{name} = .*$", f"{name} = {value}", served, flags=re.M)
+        assert n == 1, name
     return served
+
+
+def _site_with(tmp_path, data: bytes):
+    """A site folder serving ``data`` where the install cell looks for the wheel."""
+    site = tmp_path / "site"
+    wheel = site / editions.wheel_path(ROOT)
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(data)
+    return site
 
 
 def test_install_cell_does_nothing_when_the_package_is_present(tmp_path):
     """In the toolchain's kernel (icl_book installed) and pointed at a site with no wheel: no output, no
-    error, so it never tried pip."""
+    error, so it never tried pip. With a tested range that excludes this NumPy: one line saying so."""
+    import numpy
     from nbclient import NotebookClient
 
     from .browser import serve
 
     with serve(tmp_path) as url:
         nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(_served_cell(url))]
+        narrow = '{"numpy": ("1.24", "1.26"), "torch": ("2.3", "99.0")}'
+        nb.cells = [
+            nbformat.v4.new_code_cell(_served_cell(url)),
+            nbformat.v4.new_code_cell(_served_cell(url, TESTED=narrow)),
+        ]
         NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     assert nb.cells[0].outputs == []
+    assert [o.output_type for o in nb.cells[1].outputs] == ["stream"], nb.cells[1].outputs
+    assert _streams(nb.cells[1], "stdout") == (
+        f"Note: this runtime has numpy {numpy.__version__}; the book was tested with 1.24 to 1.26.\n"
+    )
 
 
-def test_install_cell_installs_a_missing_package_and_imports_it(tmp_path):
+def test_install_cell_installs_the_pinned_wheel_and_imports_it(tmp_path):
     from .browser import serve
 
     py, env, site, wheel = _venv_without_the_package(tmp_path)
-    served = tmp_path / "site"
-    (served / editions.PACKAGES_DIR).mkdir(parents=True)
-    shutil.copy(wheel, served / editions.PACKAGES_DIR / wheel.name)
+    assert wheel.read_bytes() == publish_wheel_bytes(
+        tmp_path
+    )  # the venv's wheel is the pinned build
+    served = _site_with(tmp_path, wheel.read_bytes())
     with serve(served) as url:
         cells = _run_cells(
             tmp_path, py, env, [_served_cell(url), "import icl_book\nprint(icl_book.__file__)"]
@@ -228,33 +284,87 @@ def test_install_cell_installs_a_missing_package_and_imports_it(tmp_path):
     install, after = cells
     assert [o.output_type for o in install.outputs] == ["stream"], install.outputs
     assert _streams(install, "stdout") == (
-        f"Installing the book's package icl_book from {url}/packages/{wheel.name}\n"
+        f"Installing the book's package icl_book from {url}/{editions.wheel_path(ROOT)}\n"
     )
-    assert "restart" not in _streams(install, "stdout") + _streams(install, "stderr")
     module = Path(_streams(after, "stdout").strip()).resolve()
     assert module.is_relative_to(site.resolve()), module
 
 
-def test_a_failed_install_stops_with_a_message_and_no_cascade(tmp_path):
-    """The install cell pointed at a wheel the server does not have: the cell stops with a plain
-    message (its only rendered line: no traceback), and no later cell runs (no NameError)."""
-    from .browser import serve
+def publish_wheel_bytes(tmp_path) -> bytes:
+    """The wheel ``make publish`` puts on the site (its SHA-256 is the one every cell names)."""
+    wheel = build_wheel(ROOT, tmp_path / "published")
+    assert wheel_sha256(ROOT) == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    return wheel.read_bytes()
 
-    py, env, site, wheel = _venv_without_the_package(tmp_path)
-    with serve(_empty(tmp_path)) as url:
-        later = "from icl_book import hermite\nprint(hermite)"
-        cells = _run_cells(tmp_path, py, env, [_served_cell(url), later, "print('end')"])
+
+def _stopped(cells) -> str:
+    """The install cell stopped with InstallFailed shown as its message alone, and no later cell ran:
+    returns the message."""
     install = cells[0]
     errors = [o for o in install.outputs if o.output_type == "error"]
     assert [e.ename for e in errors] == ["InstallFailed"], install.outputs
     message = errors[0].evalue
     assert errors[0].traceback == [message], "IPython must show the message alone"
-    assert f"Could not install the book's package icl_book from {url}/packages/" in message
-    assert "run this cell again" in message and "Colab button" in message
-    assert "404" in _streams(install, "stderr")  # pip's own reason, for whoever wants it
+    assert "\x1b" not in message and _streams(install, "stderr") == "", install.outputs
     assert all(c.get("execution_count") is None and not c.outputs for c in cells[1:]), (
         "the notebook went on after the failure"
     )
+    return message
+
+
+def test_a_failed_install_stops_with_one_clear_message_and_no_cascade(tmp_path):
+    """In a venv without the package: the wheel missing from the site, a wheel whose SHA-256 is not the
+    pinned one, and a wheel pip rejects each stop the cell with a plain message (no traceback, no pip
+    dump, no colour codes) and no later cell runs. Then ICL_BOOK_WHEEL, naming the right wheel as a
+    file while the site has none, installs it."""
+    from .browser import serve
+
+    py, env, site, wheel = _venv_without_the_package(tmp_path)
+    later = ["from icl_book import hermite\nprint(hermite)", "print('end')"]
+    runs = {}
+    with serve(_empty(tmp_path)) as url:
+        runs["missing"] = (
+            url,
+            _run_cells(tmp_path / "missing", py, env, [_served_cell(url), *later]),
+        )
+    tampered = wheel.read_bytes() + b"\0"
+    with serve(_site_with(tmp_path / "tampered", tampered)) as url:
+        runs["tampered"] = (url, _run_cells(tmp_path / "t", py, env, [_served_cell(url), *later]))
+    broken = b"this is not a zip file"
+    sha = hashlib.sha256(broken).hexdigest()
+    with serve(_site_with(tmp_path / "broken", broken)) as url:
+        cell = _served_cell(url, SHA256=f'"{sha}"')
+        runs["broken"] = (url, _run_cells(tmp_path / "b", py, env, [cell, *later]))
+
+    url, cells = runs["missing"]
+    message = _stopped(cells)
+    source = f"{url}/{editions.wheel_path(ROOT)}"
+    assert message.startswith(f"Could not fetch the book's package from {source}\n"), message
+    assert "404" in message and "run this cell again" in message and "ICL_BOOK_WHEEL" in message
+
+    url, cells = runs["tampered"]
+    message = _stopped(cells)
+    assert message == (
+        f"Refused {url}/{editions.wheel_path(ROOT)}: its SHA-256 is "
+        f"{hashlib.sha256(tampered).hexdigest()}, not {wheel_sha256(ROOT)}."
+    )
+    assert _streams(cells[0], "stdout").count("\n") == 1  # "Installing ...": pip never ran
+
+    url, cells = runs["broken"]
+    message = _stopped(cells)
+    head, reason = message.split("\n")
+    assert head == "pip could not install the book's package icl_book:"
+    assert reason.startswith("ERROR: ") and "icl_book-" in reason and "invalid" in reason, reason
+
+    # The override: the right wheel as a local file; the site (empty) is never asked.
+    with serve(_empty(tmp_path / "override")) as url:
+        cells = _run_cells(
+            tmp_path / "o", py, {**env, "ICL_BOOK_WHEEL": str(wheel)},
+            [_served_cell(url), "import icl_book\nprint(icl_book.__file__)"],
+        )  # fmt: skip
+    assert _streams(cells[0], "stdout") == f"Installing the book's package icl_book from {wheel}\n"
+    assert [o.output_type for o in cells[0].outputs] == ["stream"], cells[0].outputs
+    assert Path(_streams(cells[1], "stdout").strip()).resolve().is_relative_to(site.resolve())
 
 
 def test_a_local_kernel_without_torch_is_told_how_to_get_the_cpu_build(tmp_path):

@@ -106,13 +106,16 @@ def test_setuptools_bound_covers_the_spdx_licence():
 
 
 def test_readme_says_what_installs():
-    """No ``icl-book`` distribution exists on PyPI: the README names the wheel the notebooks install."""
+    """No ``icl-book`` distribution exists on PyPI: the README names where the notebooks' wheels are, as
+    ``packages/<hash>/<wheel>`` (the hash itself cannot be in the README: the README is in the wheel)."""
     from booktools import editions
 
     readme = (ROOT / "README.md").read_text()
     assert "pip install icl-book" not in readme
     urls = re.findall(r"https://\S+?\.whl", readme)
-    assert urls and set(urls) == {editions.wheel_url(ROOT)}, urls
+    url = editions.wheel_url(ROOT)
+    hashed = url.split("/")[-2]
+    assert urls and set(urls) == {url.replace(f"/{hashed}/", "/<hash>/")}, urls
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,3 +247,28 @@ def test_the_lowest_direct_versions_run_the_fast_editions(tmp_path):
             if b.outputs and _stream_text(a) != _stream_text(b)
         ]
         assert not differ, f"{stem}: printed output differs at the lowest versions: {differ[:2]}"
+
+
+def test_the_sdist_holds_the_package_and_no_tests(tmp_path):
+    """The source distribution is for users of the package: the package and its data, the metadata,
+    README and LICENSE; not the tests, which need the whole repository (MANIFEST.in prunes them;
+    setuptools would otherwise add every tests/test*.py)."""
+    import shutil
+    import tarfile
+
+    src = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "icl_book", src / "icl_book", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(ROOT / "tests", src / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(ROOT / name, src / name)
+    _run(
+        [sys.executable, "-c", "from setuptools import build_meta as b; b.build_sdist('dist')"],
+        cwd=src,
+    )
+    (sdist,) = (src / "dist").glob("*.tar.gz")
+    names = [n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n]
+    assert not [n for n in names if n.startswith("tests")], names
+    assert {"pyproject.toml", "README.md", "LICENSE", "icl_book/__init__.py"} <= set(names)
+    assert [n for n in names if n.startswith("icl_book/data/") and n.endswith(".npz")]

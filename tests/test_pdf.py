@@ -1,18 +1,17 @@
 """The PDF edition (`make pdf`) and its publication with the site.
 
-`make pdf` builds `_build/latex/icl-book.pdf` with xelatex (and no HTML); an HTML build made while it exists
-(`make pdf html`, as `make publish` runs) copies it to `_build/html/icl-book.pdf` and links it from the
-introduction and every page's download menu (`booktools/sphinx/ext.py`). The tests build both in a
-temporary folder (`BUILD_ROOT`), so the book's own `_build/html`, which other tests read at the same time,
-is neither rewritten nor left publishing a PDF of another state of the book. The tests that build it need xelatex; where it is missing (the TeX packages are
-~1 GB; `make pdf` prints the apt-get line) they are skipped, and what the site then shows is checked instead:
-an HTML build without the PDF links to no PDF at all (tested on a one-page book below, with or without
-xelatex), so no link is ever dead.
+`make pdf` builds `_build/latex/icl-book.pdf` with xelatex on A4 (installing the TeX packages when they are
+missing and it runs as root) and fails when its log records a missing character, an undefined reference or
+a box overfull by more than 5 pt (`booktools/pdf_log.py`, attacked below). `make test` runs it as a stage
+of its own before the HTML build, which then publishes the PDF as `_build/html/icl-book.pdf` and links it
+from the introduction and every page's download menu (`booktools/sphinx/ext.py`); the tests here read
+those two builds, so the PDF is built once per `make test`. Without them they fail and name the command.
+An HTML build without the PDF links to no PDF at all (tested on a one-page book below), so no link is
+ever dead.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,12 +19,12 @@ import textwrap
 import pytest
 import yaml
 
+from booktools import pdf_log
+
 from .browser import serve
 from .conftest import ROOT
 
-needs_xelatex = pytest.mark.skipif(
-    shutil.which("xelatex") is None, reason="xelatex is not installed (see make pdf)"
-)
+BUILT = ROOT / "_build"
 
 
 def pdf_pages(path) -> int:
@@ -34,18 +33,12 @@ def pdf_pages(path) -> int:
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """`make pdf html` into a temporary BUILD_ROOT: its _build folder."""
-    out = tmp_path_factory.mktemp("book")
-    result = subprocess.run(
-        ["make", "--no-print-directory", "pdf", "html", f"BUILD_ROOT={out}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out / "_build"
+def made():
+    """The repository's _build folder, where make test's stages 'pdf' and then 'html' built."""
+    pdf = BUILT / "latex" / "icl-book.pdf"
+    if not pdf.exists():
+        pytest.fail("no PDF: run `make pdf html` (make test runs them before these tests)")
+    return BUILT
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +46,14 @@ def made_pdf(made):
     return made / "latex" / "icl-book.pdf"
 
 
-@pytest.mark.slow  # make pdf: a whole LaTeX build (~80 s)
-@needs_xelatex
+@pytest.mark.slow  # reads the PDF that make test's stage 'pdf' built
 def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
     pdf = made_pdf
     assert pdf_pages(pdf) > 50
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    assert "(A4)" in info, "the PDF is printed on A4 (_config.yml latex_elements.papersize)"
+    log = (pdf.parent / "icl-book.log").read_text(errors="replace")
+    assert pdf_log.problems(log) == []  # make pdf fails on them too
     images = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True).stdout
     assert len(images.splitlines()) > 3, "the figures are missing from the PDF"
     tex = (pdf.parent / "icl-book.tex").read_text()
@@ -80,7 +76,6 @@ def test_make_pdf_builds_a_book_with_math_and_figures(made_pdf):
     assert "[Lu et al., 2025]" in text, "the bibliography's labels are not author-year"
 
 
-@needs_xelatex
 @pytest.mark.browser
 def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(
     made, made_pdf, tmp_path, chromium
@@ -88,6 +83,8 @@ def test_the_site_links_the_pdf_from_the_intro_and_the_download_menu(
     from .test_figures import WINDOW
 
     html = made / "html"
+    if not (html / "icl-book.pdf").exists():
+        pytest.fail("the site has no PDF: run `make pdf html` (make test does, in that order)")
     assert (html / "icl-book.pdf").read_bytes() == made_pdf.read_bytes()  # published, not stale
     with serve(html) as url:
         page = chromium.new_page(viewport=WINDOW)
@@ -177,3 +174,42 @@ def test_in_the_pdf_the_pdf_link_is_text(tmp_path):
     tex = next(out.glob("*.tex")).read_text()
     assert r"Read it as one \DUrole{icl-book-pdf}{PDF file}." in tex
     assert "icl-book.pdf" not in tex and "not in this build" not in tex
+
+
+# --- the log check ---------------------------------------------------------------------------------
+_LOG = """\
+(./icl-book.aux)
+Missing character: There is no \u1d40 (U+1D40) in font [FreeMono.otf]/OT:script=latn;language=df
+lt;!
+Overfull \\hbox (4.9pt too wide) in paragraph at lines 10--12
+[]\\TU/FreeSerif(0)/m/n/10 fits in the margin
+ []
+
+LaTeX Warning: Reference `chapters/00_prologue:prologue-ex2' on page 65 undefined on input line 4016.
+
+LaTeX Warning: Citation `lu2025' on page 3 undefined on input line 99.
+
+Overfull \\hbox (124.24786pt too wide) in paragraph at lines 13678--13678
+\\TU/FreeMono(0)/m/n/10 hermite_one_step_excess_risk|
+ []
+
+Overfull \\vbox (52.4pt too high) detected at line 2898
+ []
+"""
+
+
+def test_the_pdf_log_check_fails_on_each_defect():
+    found = pdf_log.problems(_LOG)
+    assert len(found) == 5, found
+    assert found[0].startswith("missing character \u1d40 (U+1D40) in font [FreeMono.otf] (1×)")
+    assert "undefined reference chapters/00_prologue:prologue-ex2 on page 65" in found[1]
+    assert "undefined citation lu2025 on page 3" in found[2]
+    assert "hbox by 124.2 pt" in found[3] and "hermite_one_step" in found[3]
+    assert "vbox by 52.4 pt" in found[4]
+    assert not [f for f in found if "4.9 pt" in f]  # up to 5 pt is accepted
+    clean = "(./icl-book.aux)\nOutput written on icl-book.pdf (269 pages).\n"
+    assert pdf_log.problems(clean) == []
+    assert subprocess.run(
+        [sys.executable, "-m", "booktools.pdf_log", "/dev/stdin"], input=_LOG, text=True,
+        capture_output=True,
+    ).returncode == 1  # fmt: skip

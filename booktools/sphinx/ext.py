@@ -95,6 +95,48 @@ def _latex_matter_switch(app, doctree):
         doctree.insert(0, nodes.raw("", command + "\n", format="latex"))
 
 
+# --- PDF: references to an exercise of another chapter --------------------------------------------
+class _CrossChapterExerciseRefs(SphinxPostTransform):
+    """In the PDF, a reference to an exercise of another chapter printed "Exercise ??". sphinx-exercise
+    writes a same-chapter reference as ``\\hyperref[exercise:<label>]{Exercise 2.1}`` (the number as text,
+    its ``refid``), but one across chapters keeps the standard domain's ``\\ref`` to a label LaTeX never
+    sees. Give such a reference the exercise's ``refid`` before sphinx-exercise's transform (priority 22)
+    rewrites references, so it is written like a same-chapter one, with the number the web book shows."""
+
+    default_priority = 21
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        for node in self.document.findall(nodes.reference):
+            uri = node.get("refuri", "")
+            if node.get("refid") or not uri.startswith("%") or "#" not in uri:
+                continue
+            label = uri.rsplit("#", 1)[1]
+            if label in registry:
+                del node["refuri"]
+                node["refid"] = label
+
+
+class _LongTables(SphinxPostTransform):
+    """In the PDF, a table of more than :data:`LONG_TABLE_ROWS` rows may cross pages (``longtable``).
+    Sphinx makes only tables of more than 30 rows long ones; a shorter table of long cells (the results
+    page, the instructors' table, the figure index) was one box taller than a page and ran past its foot."""
+
+    default_priority = 800
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for table in self.document.findall(nodes.table):
+            rows = sum(len(body.children) for body in table.findall(nodes.tbody))
+            if rows > LONG_TABLE_ROWS and "longtable" not in table["classes"]:
+                # A longtable's columns need widths (tabulary finds its own): those of the source.
+                table["classes"] += ["longtable", "colwidths-given"]
+
+
+LONG_TABLE_ROWS = 4
+
+
 # --- the whole-book PDF -----------------------------------------------------------------------------
 def book_pdf(app) -> Path | None:
     """The book's PDF made by ``make pdf`` (``<outdir>/../latex/<icl_book_pdf>``) if this is an HTML
@@ -718,6 +760,8 @@ def setup(app):
     app.add_role("book-pdf", _book_pdf_role)
     app.connect("builder-inited", _pdf_tag)
     app.add_post_transform(_BookPdfLinks)
+    app.add_post_transform(_CrossChapterExerciseRefs)
+    app.add_post_transform(_LongTables)
     # After sphinx-book-theme's add_header_buttons (priority 501) has filled the download menu.
     app.connect("html-page-context", _download_menu_pdf, priority=600)
     app.connect("build-finished", _publish_pdf)
