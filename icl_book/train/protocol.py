@@ -31,6 +31,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .._declare import (
+    Array,
+    Cost,
+    Free,
+    Instance,
+    Integer,
+    Interval,
+    Options,
+    OrNone,
+    Rng,
+    Text,
+    declare,
+)
+from .._declare import Callable as CallableArg
 from .._validate import (
     ArgumentTypeError,
     _raw_array,
@@ -140,6 +154,12 @@ def _diverged(rec: ConvergenceRecord, step: int, log) -> None:
         log(f"{rec.name} diverged at step {step}: stopped with its last finite weights")
 
 
+@declare(
+    val_mse=Array(ndim=1),
+    change_se=Free("1-d, nan where a change is unknown: checked in the body"),
+    eval_steps=OrNone(Array(ndim=1)),
+    min_steps=Integer(0, None),
+)
 def converged_at(val_mse, change_se, eval_steps=None, *, min_steps: int = 0) -> bool:
     """The protocol's test: past ``min_steps``, the last two doublings each changed the error by ≤ 1 SE.
 
@@ -187,6 +207,19 @@ def converged_at(val_mse, change_se, eval_steps=None, *, min_steps: int = 0) -> 
     return True
 
 
+def _rate_cost(a) -> tuple[float, float]:
+    n = float(a["trials"]) * (float(a["checks"]) + 1)
+    return 20 * n, 9 * n  # a normal draw and a comparison per entry; bytes of the draws and flags
+
+
+@declare(
+    drift=Interval(0.0, 1e6),
+    rule=Options(("one doubling", "two doublings")),
+    checks=Integer(1, None),
+    trials=Integer(1, None),
+    rng=Rng(),
+    cost=Cost(_rate_cost, "trials × (checks + 1)"),
+)
 def false_convergence_rate(
     drift: float,
     *,
@@ -218,6 +251,7 @@ def false_convergence_rate(
     return float(flat.any(axis=1).mean())
 
 
+@declare(first_check=Integer(1, None), max_steps=Integer(1, None))
 def check_steps(first_check: int, max_steps: int) -> list[int]:
     """The protocol's checkpoints ``first_check · 2^j <= max_steps`` (``max_steps`` must be one)."""
     first_check = positive_int("first_check", first_check)
@@ -285,6 +319,7 @@ def _restart(rec: ConvergenceRecord, step: int, err, parts, key: int) -> None:
     rec.val_parts, rec.val_key = [label for label, _ in parts], key
 
 
+@declare(rec=Instance((ConvergenceRecord,)), max_steps=Integer(1, None))
 def decide(rec: ConvergenceRecord, *, max_steps: int) -> ConvergenceRecord:
     """Decide ``rec`` by the current rule from its curve, in place (and return it).
 
@@ -305,6 +340,16 @@ def decide(rec: ConvergenceRecord, *, max_steps: int) -> ConvergenceRecord:
     return rec
 
 
+@declare(
+    trainer=Instance((BatchedTrainer,)),
+    val_prompts=Free("{member name: Prompts or {label: Prompts}}: each set checked in the body"),
+    first_check=Integer(1, None),
+    max_steps=Integer(1, None),
+    min_steps=Integer(0, None),
+    checkpoint=OrNone(Text()),
+    save_every_s=Interval(0.0, 1e9),
+    log=OrNone(CallableArg()),
+)
 def train_to_convergence(
     trainer: BatchedTrainer,
     val_prompts: dict,

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import math
 
+from .._declare import Integer, Interval, Options, OrNone, declare
+
 __all__ = ["SCHEDULES", "learning_rate"]
 
 #: The schedules :func:`learning_rate` knows.
 SCHEDULES = ("constant", "cosine", "rsqrt")
 
 
+@declare(
+    step=Integer(0, None),
+    lr=Interval(0.0, 1e300, "neither"),  # any positive rate: a test diverges on purpose at 1e200
+    schedule=Options(SCHEDULES),
+    warmup=Integer(0, None),
+    decay_start=Integer(0, None),
+    steps=OrNone(Integer(1, None)),
+)
 def learning_rate(
     step: int,
     lr: float,
@@ -28,8 +38,10 @@ def learning_rate(
     A linear warm-up over ``warmup`` steps, then: ``"constant"``: ``lr``; ``"rsqrt"``: ``lr`` held until
     ``τ = max(warmup, decay_start)``, then ``lr · √(τ / (step + 1))`` (the usual any-time decay; a later
     ``decay_start`` keeps a larger step size for long runs); ``"cosine"``: from ``lr`` at the end of the
-    warm-up to 0 at ``steps``. The callers validate the arguments.
+    warm-up to 0 at ``steps`` (which ``"cosine"`` needs).
     """
+    if schedule == "cosine" and steps is None:
+        raise ValueError("steps must be given for the 'cosine' schedule (it ends at steps)")
     if step < warmup:
         return lr * (step + 1) / warmup
     if schedule == "constant":
