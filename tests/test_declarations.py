@@ -26,8 +26,8 @@ import signal
 import time
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 import icl_book.estimators
 from icl_book import _declare
