@@ -123,9 +123,10 @@
     if (document.fonts) document.fonts.ready.then(() => requestAnimationFrame(updateAll));
   });
 
-  // --- The next chapter within a few Tabs: the article's header gets a "Next" button, the same link as
-  // the one at the page's foot, which a keyboard reader reached only after every link and copy button of
-  // the chapter (47 links and 60 copy buttons in chapter 3). tests/test_browser.py counts the Tabs.
+  // --- The next chapter within a few Tabs: a skip link and a "Next" button in the article's header, the
+  // same link as the one at the page's foot, which a keyboard reader reached only after every link and
+  // copy button of the chapter (47 links and 60 copy buttons in chapter 3). tests/test_browser.py counts
+  // the Tabs.
   const nextInHeader = () => {
     const next = document.querySelector("a.right-next");
     const buttons = document.querySelector(".bd-header-article .article-header-buttons");
@@ -138,6 +139,16 @@
     link.title = `Next: ${title}`;
     link.innerHTML = '<i class="fa-solid fa-arrow-right" aria-hidden="true"></i>';
     buttons.append(link);
+    // And a skip link after the theme's "Skip to main content": the second Tab of the page (the header
+    // comes after the navigation, which lists the current chapter's sections too).
+    const skip = document.querySelector("a.skip-link");
+    if (skip) {
+      const jump = document.createElement("a");
+      jump.className = "skip-link d-print-none icl-skip-next";
+      jump.href = next.getAttribute("href");
+      jump.textContent = `Next: ${title}`;
+      skip.after(jump);
+    }
   };
 
   ready(() => {

@@ -635,8 +635,10 @@ def tabs_to_next(loaded: Loaded, limit: int = 40) -> dict:
     ``{"tabs": presses or None, "before": tab stops ahead of the foot's link in document order,
     "stops": all tab stops}``."""
     page = loaded.page
+    # Start from the top: focus the document itself (a blurred element would stay the starting point).
     page.evaluate(
-        "() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }"
+        "() => { const h = document.documentElement; h.tabIndex = -1; h.focus({preventScroll: true});"
+        " h.removeAttribute('tabindex'); window.scrollTo(0, 0); }"
     )
     counted = page.evaluate(TABS_TO_NEXT_JS)
     tabs = None
@@ -645,7 +647,7 @@ def tabs_to_next(loaded: Loaded, limit: int = 40) -> dict:
         if page.evaluate(
             "() => { const a = document.activeElement, n = document.querySelector('a.right-next');"
             " return !!a && !!n && a.href === n.href &&"
-            " (a === n || /^Next\\b/.test(a.getAttribute('aria-label') || '')); }"
+            " (a === n || /^Next\\b/.test(a.getAttribute('aria-label') || a.textContent.trim())); }"
         ):
             tabs = n
             break
@@ -679,7 +681,7 @@ SCROLL_BOXES_JS = (
     const own = stops.filter(s => e === s || e.contains(s));
     const what = describe(e);
     if (!stops.includes(e)) { out.problems.push(`${what}: not a tab stop (${own.length} inside)`); continue; }
-    if (own.length !== 1) { out.problems.push(`${what}: ${own.length} tab stops`); continue; }
+    if (math(e) && own.length !== 1) { out.problems.push(`${what}: ${own.length} tab stops`); continue; }
     if (!name(e)) out.problems.push(`${what}: no accessible name`);
     e.focus({preventScroll: true});
     if (document.activeElement !== e || !e.matches(':focus-visible') || !ring(e))
@@ -693,7 +695,8 @@ SCROLL_BOXES_JS = (
 
 def scroll_boxes_check(loaded: Loaded) -> dict:
     """Every box of the article that scrolls sideways (its visible content wider than it): ``{"boxes",
-    "kinds", "problems"}``, naming boxes that are not exactly one tab stop, have no accessible name, or
+    "kinds", "problems"}``, naming boxes that are not a tab stop themselves (a formula's: its only one),
+    have no accessible name, or
     show no focus ring (at least 2 px, drawn inside the box, where no scrolling ancestor clips it)."""
     loaded.page.keyboard.press("Shift")  # keyboard modality: script focus matches :focus-visible
     return loaded.page.evaluate(SCROLL_BOXES_JS)
@@ -724,9 +727,9 @@ def stuck_tooltip_check(loaded: Loaded) -> list[str]:
     if button.count() == 0:
         return []
     button.first.tap()
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(600)
     page.touchscreen.tap(10, 400)  # beside the drawer, which opens from the right
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(600)
     page.mouse.wheel(0, 600)
     page.evaluate("() => window.scrollBy(0, 600)")
     page.wait_for_timeout(300)

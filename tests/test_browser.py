@@ -639,7 +639,13 @@ def test_the_checks_fail_on_faded_math_extra_tab_stops_and_hidden_focus(chromium
         f'style="-webkit-mask-image: {fade}; mask-image: {fade}">\\(x\\)</span></p>'
         '<button id="nofocus" style="outline: none !important; box-shadow: none !important">b</button>'
     )
-    with broken_page(chromium, tmp_path, lambda h: _inject(h, snippet), DESKTOP) as loaded:
+
+    # MathJax's own tab stop (inTabOrder, its default) inside that span: two stops for one formula.
+    def edit(html):
+        assert '"inTabOrder": false' in html
+        return _inject(html.replace('"inTabOrder": false', '"inTabOrder": true'), snippet)
+
+    with broken_page(chromium, tmp_path, edit, DESKTOP) as loaded:
         found = browser.inline_math_check(loaded)
         assert any("faded" in f for f in found["faded_fitting"]), found
         tabs = browser.tab_stops_check(loaded)
