@@ -425,7 +425,7 @@ def _load_construction(block: TransformerBlock) -> None:
 def validation_prompts(cohort: Cohort, run: RunSpec) -> dict[int, Prompts]:
     """The fixed validation set of ``run``'s task, ``{N: Prompts}`` (shared by the runs of one task and N).
 
-    One context length ``N`` for a run trained at one; every length of the mix (:data:`GLU_MIX`) for a
+    One context length ``N`` for a run trained at one; every length of the mix (``GLU_MIX``) for a
     run trained on the mix, ``cohort.val_size`` prompts each: its validation error is the mean over
     the lengths, and the record keeps each length's error.
     """

@@ -1,4 +1,4 @@
-"""The single-model training loop: :func:`train_in_context`, and evaluating a model on prompts.
+"""The single-model training loop: :func:`~icl_book.train.train_in_context`, and evaluating a model on prompts.
 
 Every trainable model in the book follows one interface (Garg et al.'s, with an explicit query):
 
@@ -14,7 +14,7 @@ for instance::
     def sample_prompts(rng, batch_size):
         return sample_linear_prompts(batch_size, 20, 5, rng=rng, noise_var=0.1)
 
-:func:`train_in_context` minimises the mean squared error of ``model``'s prediction at the query against
+:func:`~icl_book.train.train_in_context` minimises the mean squared error of ``model``'s prediction at the query against
 ``y_query`` with Adam on fresh prompts every step (the "infinite task" regime; pass a sampler that draws
 from a finite ``task_pool`` for the other one). Runs are reproducible: ``seed`` seeds the NumPy generator
 that draws the data and, inside a :func:`torch.random.fork_rng` block (the global torch state is left
@@ -63,7 +63,7 @@ class TrainingDiverged(RuntimeError):
 
 @dataclass
 class TrainResult:
-    """What :func:`train_in_context` returns.
+    """What :func:`~icl_book.train.train_in_context` returns.
 
     Attributes
     ----------
@@ -390,7 +390,7 @@ def train_in_context(
 
 @dataclass(frozen=True)
 class _TrainingConfig:
-    """The validated arguments of :func:`train_in_context`."""
+    """The validated arguments of :func:`~icl_book.train.train_in_context`."""
 
     steps: int
     lr: float
@@ -410,7 +410,7 @@ class _TrainingConfig:
 
 
 def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
-    """Validate :func:`train_in_context`'s arguments (every message names the argument)."""
+    """Validate :func:`~icl_book.train.train_in_context`'s arguments (every message names the argument)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(sample_prompts):

@@ -6,13 +6,14 @@ checkpoint that is at least ``min_steps`` and where each of the **last two doubl
 validation error by at most one standard error of that change, measured on the same validation prompts
 (a *paired* standard error). A run that reaches ``max_steps`` first stops there, flagged "at the bound"
 with its last changes; a run whose loss becomes non-finite stops, flagged "diverged". No run is ever
-relabelled by hand: :func:`train_to_convergence` re-decides every run of a checkpoint it resumes.
+relabelled by hand: :func:`~icl_book.train.train_to_convergence` re-decides every run of a
+checkpoint it resumes.
 
 Why two doublings past a minimum: with one test, a run still improving by one standard error per
 doubling passes half of the time (``Φ(0) − Φ(−2) = 0.48``), and a run that has not left its warm-up and
-the hold of its peak learning rate can sit on a plateau. :func:`false_convergence_rate` simulates how
-often each rule calls a run converged that is in fact still falling (``tests/test_train_protocol.py``
-checks the rates the documentation quotes).
+the hold of its peak learning rate can sit on a plateau.
+:func:`~icl_book.train.false_convergence_rate` simulates how often each rule calls a run converged
+that is in fact still falling (``tests/test_train_protocol.py`` checks it against closed forms).
 
 A validation set can have several parts (e.g. one per context length of a run trained on a mix of
 lengths): the error is the mean of the parts' mean errors, its standard errors are the stratified ones,
@@ -167,7 +168,7 @@ def converged_at(val_mse, change_se, eval_steps=None, *, min_steps: int = 0) -> 
     the standard errors of the changes between them, paired over the same validation prompts, and
     ``eval_steps`` the checkpoints' steps (needed when ``min_steps > 0``). Converged when the last
     checkpoint is at least ``min_steps`` and ``|mse(k) − mse(k − 1)| <= change_se(k)`` for each of the
-    last :data:`FLAT_DOUBLINGS` checkpoints ``k``.
+    last ``FLAT_DOUBLINGS`` (two) checkpoints ``k``.
 
     The *paired* standard error is the yardstick because the prompts' own spread (squared errors on
     quadratic targets are heavy-tailed) makes the plain standard error of a mean two to eight times
