@@ -2,7 +2,7 @@
 
 For α = 1, ρ = 0.01, κ = ∞, pretrain the reduced linear attention (:func:`icl_book.simulate.simulated_errors`,
 exact errors of each Γ) with 3 seeds at each τ, ridgeless and with ridge λ = 0.1, and print the mean simulated
-e_ICL, the formula (:func:`icl_book.theory.icl_error`) and the relative deviation (issue 5 asks < 4 % at d = 100
+e_ICL, the formula (:func:`icl_book.theory.icl_error`) and the relative deviation (the target is < 4 % at d = 100
 for ridgeless τ outside [0.6, 1.6] and for all τ with λ = 0.1). ``--dims 50 100 200`` repeats the table at
 several d: the deviation is a finite-size effect that roughly halves when d doubles, and grows near τ = 1.
 ``--seeds 12 --taus 1.6 1.7 1.8`` measures the deviation at chosen ridgeless τ precisely enough to tell a

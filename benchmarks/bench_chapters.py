@@ -1,4 +1,4 @@
-"""Every chapter at one BLAS thread and at the default thread count, in one run (issue 33).
+"""Every chapter at one BLAS thread and at the default thread count, in one run.
 
 A student on Colab's free tier runs a notebook with every BLAS thread the machine has (two). OpenBLAS
 threads spin-wait between calls, so code made of many tiny products can burn several times the CPU of one

@@ -1,4 +1,4 @@
-"""Benchmark of icl_book.hermite: time of the Hermite coefficients (issue 3: each case < 50 ms).
+"""Benchmark of icl_book.hermite: time of the Hermite coefficients (target: each case < 50 ms).
 
 Run: ``.venv/bin/python benchmarks/bench_hermite.py``. Prints one row per case: the median and the
 best of several repeats (after a warm-up call, which also fills the quadrature-rule cache), the

@@ -7,7 +7,7 @@ map changes), then compute both errors of each pretrained Γ exactly with
 :func:`icl_book.theory.nonlinear_error_of_gamma` (``--mc-check N`` also estimates the teacher's errors by Monte
 Carlo with ``N`` test prompts and prints the largest deviation in standard errors, a check of the closed form).
 
-Columns: simulated error (mean of 3 seeds), mapped theory, relative deviation (issue 6 asks < 5 %), the
+Columns: simulated error (mean of 3 seeds), mapped theory, relative deviation (target < 5 %), the
 equivalent linear teacher's simulated error and the ratio teacher / linear teacher (asks within 3 % for bounded
 teachers). Run: ``.venv/bin/python benchmarks/bench_nonlinear.py [--dim 100] [--seeds 3] [--mc-check 100000]``.
 """
@@ -124,9 +124,9 @@ def main() -> None:
     worst = max(abs(r["rel_dev"]) for r in rows)
     worst_ratio = max(abs(r["ratio"] - 1) for r in rows)
     print(f"\nd = {args.dim}, {args.seeds} seeds, exact errors of each pretrained Γ")
-    print(f"largest |simulated / theory − 1|           = {100 * worst:.2f} %  (issue 6: < 5 %)")
+    print(f"largest |simulated / theory − 1|           = {100 * worst:.2f} %  (target < 5 %)")
     print(
-        f"largest |teacher / equivalent linear − 1|  = {100 * worst_ratio:.2f} %  (issue 6: < 3 %)"
+        f"largest |teacher / equivalent linear − 1|  = {100 * worst_ratio:.2f} %  (target < 3 %)"
     )
     if mc_z:
         print(

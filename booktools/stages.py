@@ -1,4 +1,4 @@
-"""Run ``make test``'s stages in order and print the time of each at the end (issue 30).
+"""Run ``make test``'s stages in order and print the time of each at the end.
 
 ``python -m booktools.stages lint pairs pdf html unit nbval-both`` runs ``make <target>`` for each
 stage, stops at the first that fails, and always ends with a table of the stages' wall times (and the

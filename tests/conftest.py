@@ -1,4 +1,4 @@
-"""Shared fixtures and paths for the test suite, and how `make test` spreads and caches it (issue 30)."""
+"""Shared fixtures and paths for the test suite, and how `make test` spreads and caches it."""
 
 from __future__ import annotations
 

@@ -637,7 +637,7 @@ def test_the_instructors_solutions_score_full_marks_on_every_chapter(
 ):
     """nbval runs each chapter's checks on its own solutions; the grader must agree on every chapter
     (a correct answer returned as ``np.float64`` once scored 0 through the kernel's encoder). One
-    chapter per test, so that make test's cache re-grades only a chapter that changed (issue 30); the
+    chapter per test, so that make test's cache re-grades only a chapter that changed; the
     chapters of ``NBGRADER_STEMS`` get the same assertion in the nbgrader comparison above."""
     from booktools.grading.grader import release_plan
 

@@ -2,7 +2,7 @@
 
 Tolerances. Coefficients are compared in the orthonormal basis (``normalized=True``), where every
 coefficient is bounded by ``√(E f²)`` and double precision gives ~1e-16 absolute. The targets of
-issue 3 (1e-10 for smooth links, 1e-8 for kinked ones, k <= 20) are asserted with margin to spare;
+the book (1e-10 for smooth links, 1e-8 for kinked ones, k <= 20) are asserted with margin to spare;
 where a test uses a tighter tolerance, the comment says why it is achievable.
 """
 
@@ -34,8 +34,8 @@ from icl_book.hermite import (
     truncation_errors,
 )
 
-SMOOTH_TOL = 1e-10  # issue 3: smooth links, k <= 20
-KINKED_TOL = 1e-8  # issue 3: ReLU, |z|, sign, k <= 20
+SMOOTH_TOL = 1e-10  # smooth links, k <= 20
+KINKED_TOL = 1e-8  # ReLU, |z|, sign, k <= 20
 
 
 # --------------------------------------------------------------------------------------------------

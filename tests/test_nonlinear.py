@@ -262,7 +262,7 @@ def test_mc_error_validation():
 
 
 # ------------------------------------------------------------------------------------------------
-# Simulation against the mapped theory (issue 6 acceptance, at a smaller d)
+# Simulation against the mapped theory (at a smaller d than the benchmark)
 # ------------------------------------------------------------------------------------------------
 # At d = 100 the acceptance run (benchmarks/bench_nonlinear.py) asks for 5 %. Here d = 40 to keep the test fast.
 # Finite-d corrections are O(1/d) and systematically positive: at d = 40 the benchmark measured deviations of

@@ -4,7 +4,7 @@
 (b) No symbol is registered twice, and every registered symbol still occurs in some chapter.
 (c) No chapter defines a registered symbol with another meaning, except the listed pending clashes in
     chapters the registry's authors may not edit (and those must still exist, so the list stays true).
-(d) The scan can fail: each clash the referee of issue 29 found, written back into a chapter, is flagged.
+(d) The scan can fail: each clash a referee found, written back into a chapter, is flagged.
 (e) Every symbol of a chapter's math is registered, listed as local, or defined in that chapter; no registered
     symbol is used in another role (as a running index, as a subscripted family, redefined); a symbol used in
     several chapters is registered; no quantity has two names. Each defect of the second referee's list,
@@ -51,7 +51,7 @@ def test_no_chapter_gives_a_registered_symbol_another_meaning(path):
     assert new == [], "\n".join(new)
 
 
-# Each clash of the referee's list (issue 29), as a chapter could write it again.
+# Each clash of the referee's list, as a chapter could write it again.
 CLASHES = {
     "A as the error proposition's matrix": r"with $A \in \R^{(d+1)\times d}$, $A_{1:d} = \hat R$",
     "A as the key-query block": r"split the weights: $A = W^{KQ}_{1:d,1:d}$, the label row",

@@ -1,4 +1,4 @@
-"""The layout of ``booktools`` and ``icl_book`` (issue 31): no import cycle, every module mapped.
+"""The layout of ``booktools`` and ``icl_book``: no import cycle, every module mapped.
 
 Imports inside functions count: a deferred import is how the grader once imported the assignment
 builder that imports the grader. The graph is read from the source (``ast``), so a cycle fails here

@@ -4,7 +4,7 @@ The stored artefacts (the sweep tables in ``icl_book/data/*.csv``, the shipped t
 explorer's teacher table and simulated runs, the executed chapters that nbval compares) were computed on
 one machine and are checked against a fresh run on any other. NumPy dispatches ufuncs (``tanh``, ``exp``,
 ...) to the widest SIMD kernels the CPU has, torch picks AVX-512, AVX2 or plain kernels, and OpenBLAS a
-kernel per CPU family: the last bits of a computed float differ between kinds of CPU (issue 30: a stored
+kernel per CPU family: the last bits of a computed float differ between kinds of CPU (a stored
 μ_1 compared as text failed on an AVX-512 machine). The rule (CONTRIBUTING.md, "Portable numerics"): no
 computed float is compared as exact text or bits between a stored artefact and a fresh run; it is stored
 or printed at the precision it has, or compared with a tolerance that its computation justifies.

@@ -1,4 +1,4 @@
-"""The shipped converged studies of chapters 5 and 6 (:mod:`icl_book.studies`, issue 28).
+"""The shipped converged studies of chapters 5 and 6 (:mod:`icl_book.studies`).
 
 What is tested: every run of a study is in its shipped file with its spec, its protocol record and its CPU
 time; a run called converged really met the protocol's rule at its last check; and on 10,000 fresh prompts

@@ -1,5 +1,5 @@
 """booktools.stages: make test's stages run in order, stop at the first failure, and always end with the
-time of each stage (issue 30: the next slow-down must be visible in every CI log)."""
+time of each stage (the next slow-down must be visible in every CI log)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The package's one mean ± standard-error helper, :func:`icl_book.stats.mean_sem` (issue 31)."""
+"""The package's one mean ± standard-error helper, :func:`icl_book.stats.mean_sem`."""
 
 from __future__ import annotations
 

@@ -218,7 +218,7 @@ def test_load_table_refuses_an_unknown_name():
 # The computed columns of the stored tables and how closely a fresh run on another machine must agree
 # with the stored value (relative). The tables are written on one machine and re-run on any other, whose
 # CPU may have other SIMD kernels (NumPy dispatches tanh, exp, ... to AVX-512 where the CPU has it) and
-# another OpenBLAS kernel: such values agree to rounding, never as text (issue 30: mu1 was compared as
+# another OpenBLAS kernel: such values agree to rounding, never as text (mu1 was compared as
 # text and failed on an AVX-512 machine, '0.6057055096021587' != '0.6057055096021589'). Every other
 # column is an input (a label, a grid value, a seed) and is compared as text.
 COMPUTED_REL_TOL = {

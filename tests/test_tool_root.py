@@ -1,4 +1,4 @@
-"""Every tool finds the repository one way: ``--root DIR``, default the current directory's (issue 31)."""
+"""Every tool finds the repository one way: ``--root DIR``, default the current directory's."""
 
 from __future__ import annotations
 

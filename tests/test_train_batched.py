@@ -202,7 +202,7 @@ def test_bad_arguments_name_themselves():
 
 
 def test_prompts_and_flags_that_training_would_misread_are_refused():
-    """Found by the probe classes of issue 35 on the training entry points."""
+    """Found by the probe classes on the training entry points."""
     pr = quadratic(5)(np.random.default_rng(0), 4)
     with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
         prompts_to_torch(pr, dtype=torch.int64)  # would truncate every input and label
@@ -238,7 +238,7 @@ def test_study_runs_started_at_the_construction_are_the_construction():
 
 
 def test_every_model_the_chapters_train_has_a_cohort():
-    """Chapter 5's LSA layers and mixed-target blocks, chapter 6's stacks and learned BCD (issue 28)."""
+    """Chapter 5's LSA layers and mixed-target blocks, chapter 6's stacks and learned BCD."""
     names = {s: {c.name for c in studies.cohorts(s)} for s in studies.STUDIES}
     assert {"block16", "block10", "lsa", "mixed"} <= names["glu"]
     assert {"deep1", "deep2", "deep4", "deep8", "deep1-d5", "lbcd10-cubic"} <= names["depth"]

@@ -1,4 +1,4 @@
-"""Bad inputs to the training-owned modules (issue 35): ``icl_book.attention``, ``train``, ``studies``.
+"""Bad inputs to the training-owned modules: ``icl_book.attention``, ``train``, ``studies``.
 
 One test per class of reproducer the probe suite (``tests/test_probe_inputs.py``) found there; each
 failed before the fix (a hang or an allocation error, an ``AttributeError``, a silent NaN or complex

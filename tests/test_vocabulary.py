@@ -123,7 +123,7 @@ def _is_string_option(p: inspect.Parameter) -> bool:
 
 def _type_conflicts(signatures):
     """One name, one kind of value: a name that is a string option in one public signature and an
-    array, matrix, callable or object in another means two things (issue 31: ``preconditioner`` was a
+    array, matrix, callable or object in another means two things (``preconditioner`` was a
     ``(d, d)`` matrix in ``one_step_gd_predict`` and ``'auto'``/``'none'`` in ``solve_reduced_ridge``)."""
     uses: dict[str, dict[bool, list[str]]] = {}
     for where, sig in signatures:
@@ -225,7 +225,7 @@ def _gamma_specs():
 
 
 def test_gamma_is_only_ever_the_reduced_model():
-    """One name, one thing (issue 31): ``gamma`` is the ``(d, d+1)`` reduced linear-attention model Γ in
+    """One name, one thing: ``gamma`` is the ``(d, d+1)`` reduced linear-attention model Γ in
     every public signature; a ``(p, p)`` preconditioner is called ``preconditioner``. Every public
     callable taking ``gamma`` (each has a valid call in the probe suite) refuses a square matrix, naming
     the shape it wants, and accepts the ``(d, d+1)`` one of its valid call."""
