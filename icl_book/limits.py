@@ -22,7 +22,7 @@ import numbers
 
 __all__ = ["DEFAULT_BUDGET", "CostRefused", "budget", "current_budget"]
 
-#: The budget outside any :func:`budget` block: operations (about 1 ns each) and bytes of memory.
+#: The budget outside any :func:`budget` block, in operations (about 1 ns each) and bytes of memory.
 DEFAULT_BUDGET = {"operations": 5e9, "bytes": float(2**30)}
 # A context variable, not a module global: threads and asyncio tasks each see their own budget.
 _BUDGET = contextvars.ContextVar("icl_book_budget", default=DEFAULT_BUDGET)

@@ -265,6 +265,22 @@ def _call(func, kwargs):
     return None
 
 
+def _from_declaration(err: BaseException) -> bool:
+    """Whether ``err`` was raised by the declaration's checks, before the body ran: the frame the
+    decorator's wrapper called is one of ``_declare``'s (a constraint or the cost), not the body."""
+    frames = [tb.tb_frame.f_code for tb in _walk(err.__traceback__)]
+    for outer, inner in zip(frames, frames[1:], strict=False):
+        if outer.co_filename == _declare.__file__ and outer.co_name == "wrapper":
+            return inner.co_filename == _declare.__file__
+    return False
+
+
+def _walk(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def probe(name: str) -> list[str]:
     """Every refused value of every declared argument of ``name``: the failures, as text."""
     func = _public_callables()[name]
@@ -275,8 +291,10 @@ def probe(name: str) -> list[str]:
     for arg, constraint in declaration.constraints.items():
         for value in constraint.invalid():
             err = _call(func, {**base, arg: value})
-            if not isinstance(err, (TypeError, ValueError)) or not re.search(
-                rf"\b{arg}\b", str(err)
+            if (
+                not isinstance(err, (TypeError, ValueError))
+                or not re.search(rf"\b{arg}\b", str(err))
+                or not _from_declaration(err)
             ):
                 failures.append(f"{name}({arg}={value!r:.40}): {type(err).__name__}: {err}")
     if declaration.cost is not None:
@@ -286,7 +304,11 @@ def probe(name: str) -> list[str]:
             ):
                 start = time.perf_counter()
                 err = _call(func, {**base, arg: 10**15})
-                if not isinstance(err, CostRefused) or arg not in str(err):
+                if (
+                    not isinstance(err, CostRefused)
+                    or arg not in str(err)
+                    or not _from_declaration(err)
+                ):
                     failures.append(f"{name}({arg}=10**15): not refused by its cost: {err!r}")
                 assert time.perf_counter() - start < LIMIT_S
     return failures
