@@ -240,3 +240,30 @@ def test_a_study_trains_on_a_gpu_with_one_argument(tmp_path, monkeypatch):
     monkeypatch.setitem(studies.STUDIES, "tiny", tiny_study())
     runs = studies.train_study("tiny", checkpoints=tmp_path, device="cuda", log=None)
     assert all(r.record.eval_steps for r in runs.values())
+
+
+def test_a_long_run_allocates_its_history_as_it_trains():
+    """``steps=10**9`` once allocated 16 GB of history before the first step."""
+    import tracemalloc
+
+    from icl_book.attention import LinearSelfAttention
+    from icl_book.train import train_in_context
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def sampler(rng, b):
+        calls.append(b)
+        if len(calls) > 3:
+            raise Stop
+        return linear(4)(rng, b)
+
+    model = LinearSelfAttention(3, generator=torch.Generator().manual_seed(0))
+    tracemalloc.start()
+    with pytest.raises(Stop):
+        train_in_context(model, sampler, steps=10**9, lr=0.01, seed=0, batch_size=4)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1e9, peak  # the old history took 2 × 8 GB at once

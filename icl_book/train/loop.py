@@ -487,13 +487,17 @@ class _History:
     """Loss and learning-rate history of a run, and its validation curve."""
 
     def __init__(self, steps: int):
-        self.losses, self.lrs = np.empty(steps), np.empty(steps)
+        # grown as the run trains: nothing is allocated for steps that are never taken
+        # (steps = 10**9 would otherwise take 16 GB before the first step)
+        self.losses: list[float] = []
+        self.lrs: list[float] = []
         self.eval_steps: list[int] = []
         self.eval_losses: list[float] = []
         self.done, self.stopped_early = 0, False
 
     def record(self, step: int, value: float, step_lr: float) -> None:
-        self.losses[step], self.lrs[step] = value, step_lr
+        self.losses.append(value)
+        self.lrs.append(step_lr)
         self.done = step + 1
 
     def record_eval(self, value: float) -> None:
@@ -503,8 +507,8 @@ class _History:
     def result(self, model) -> TrainResult:
         return TrainResult(
             model=model,
-            losses=self.losses[: self.done].copy(),
-            lrs=self.lrs[: self.done].copy(),
+            losses=np.asarray(self.losses, dtype=np.float64),
+            lrs=np.asarray(self.lrs, dtype=np.float64),
             eval_steps=np.asarray(self.eval_steps, dtype=int),
             eval_losses=np.asarray(self.eval_losses, dtype=np.float64),
             steps_run=self.done,
