@@ -80,13 +80,18 @@ def _digest(parts) -> str:
 
 
 def _version(cmd: list[str]) -> str:
+    """What ``cmd`` (a ``--version`` call) prints on stdout. Not stderr: Debian's chromium launcher
+    writes a shell error holding the free bytes of ``/dev/shm`` there, which every process using shared
+    memory changes, so a key that read it changed between two runs with nothing edited."""
     if shutil.which(cmd[0]) is None:
         return "absent"
     try:
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60
+        )
     except (OSError, subprocess.SubprocessError) as err:
-        return f"error {err}"
-    return (run.stdout + run.stderr).strip()[:300]
+        return f"error {type(err).__name__}"
+    return f"exit {run.returncode}: {run.stdout.strip()[:300]}"
 
 
 class Inputs:

@@ -663,7 +663,7 @@ def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
         ]
     # Imported here, not at the top: the attention layers import torch (~2 s), and chapters 0, 1
     # and 4 import this module and nothing else that needs it. The grader imports every module first.
-    from .attention.lsa import lsa_forward, token_matrix
+    from .attention import layers
 
     parts = Parts(label)
     for d, n, eta in cases:
@@ -679,9 +679,9 @@ def check_lsa_ex2(lsa_weights_from_w0) -> Passed:
                     raise CheckFailed(
                         f"{label}: {name} must have shape {(d + 1, d + 1)}, got {w.shape}"
                     )
-            Z = token_matrix(p.xs, p.ys, p.x_query)
-            Z[:, d, -1] = -p.x_query @ w0
-            got_pred = -lsa_forward(Z, w_kq, w_pv)[:, d, -1]
+            z = layers.embed(p.xs, p.ys, p.x_query)
+            z[:, -1, -1] = -p.x_query @ w0  # the query's label slot
+            got_pred = layers.readout(layers.lsa(z, w_kq, w_pv))
             residuals = p.ys - p.xs @ w0
             w1 = w0 + eta / n * np.einsum("bn,bnd->bd", residuals, p.xs)
             # Exact algebra on O(1) numbers: 1e-10 is rounding headroom only.

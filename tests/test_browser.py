@@ -710,16 +710,6 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
         assert browser.stuck_tooltip_check(loaded), "the theme's tooltip after the drawer closed"
 
 
-def test_tex_as_index_text():
-    from booktools.sphinx.ext import strip_solution_markers, tex_to_text
-
-    assert tex_to_text(r"\mu_k = \E[f(Z)\He_k(Z)]") == "μ_k = 𝔼[f(Z)He_k(Z)]"
-    assert tex_to_text(r"\He_{k+1} = \frac{a}{bc}") == "He_(k+1) = a/(bc)"
-    assert tex_to_text(r"\Gamma^\star") == "Γ^⋆"
-    source = "def f(k):\n    ### BEGIN SOLUTION\n    return k\n    ### END SOLUTION\n"
-    assert strip_solution_markers(source) == "def f(k):\n    return k\n"
-
-
 @pytest.mark.browser
 def test_a_first_visit_logs_no_theme_mode_error(site):
     # Loaded stores a colour mode before the page loads; a reader's first visit has none, and the theme

@@ -325,7 +325,7 @@ def test_depth_one_construction_beats_predicting_zero():
     pr = sample_polynomial_prompts(4000, 50, 3, 2, rng=rng, noise_var=0.01, kind="legendre")
     w = A.deep_bcd_weights(3, 2, 9, 1.0, kind="legendre")
     z = glu_embed_prompts(pr.xs, pr.ys, pr.x_query, w.n_scratch)
-    pred = -A.deep_forward(z, w.layers[:1])[:, -1, -1]
+    pred = A.layers.readout(A.deep_forward(z, w.layers[:1]).swapaxes(1, 2))
     zero = np.mean(pr.y_query**2)
     assert np.mean((pred - pr.y_query) ** 2) < 0.8 * zero
     assert w.depth == 3

@@ -1,20 +1,30 @@
-"""The layers written once (:mod:`icl_book.attention.layers`): one prompt = a batch, NumPy = torch, and
-every other entry point (column-token NumPy helpers, torch modules, the query readout) runs them."""
+"""The layers written once (:mod:`icl_book.attention.layers`): one prompt = a batch, NumPy = torch,
+every other entry point (column-token NumPy helpers, torch modules, the query readout) runs them, the
+layer equals the literal masked formula (an independent implementation), and the embedding and the
+readout have no second copy anywhere in the package (checked on its syntax tree)."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 
+import icl_book
 from icl_book.attention import (
+    DeepTransformer,
     GLUFeedForward,
+    LinearSelfAttention,
     TransformerBlock,
     glu_embed_prompts,
     glu_update,
     layers,
+    lsa,
     lsa_forward,
+    lsa_predict,
     lsa_query_readout,
-    lsa_tokens,
     lsa_update,
     token_matrix,
 )
@@ -77,19 +87,9 @@ def test_every_entry_point_runs_the_one_implementation():
         glu_update(z_cols, w1, w2, w3), layers.glu(z_rows, w1, w2, w3).swapaxes(1, 2)
     )
     t = [torch.as_tensor(a) for a in (z_rows, w_kq, w_pv)]
-    torch.testing.assert_close(lsa_tokens(*t), layers.lsa(*t), rtol=0, atol=0)
     ffn = GLUFeedForward(D, H, init_scale=0.0).load_numpy(w1, w2, w3)
     torch.testing.assert_close(
         ffn(t[0]), layers.glu(*(torch.as_tensor(a) for a in (z_rows, w1, w2, w3))), rtol=0, atol=0
-    )
-    # the literal masked formula of chapter 2 (the definition) agrees with the layer
-    z_lsa = token_matrix(xs, ys, xq)
-    w3x3 = [RNG.standard_normal((DIM + 1, DIM + 1)) for _ in range(2)]
-    np.testing.assert_allclose(
-        lsa_forward(z_lsa, *w3x3),
-        layers.lsa(z_lsa.swapaxes(1, 2), *w3x3).swapaxes(1, 2),
-        rtol=1e-12,
-        atol=1e-12,
     )
     # the query readout of LinearSelfAttention is the label entry of the layer's query update
     ctx, zq = torch.as_tensor(z_rows[:, :-1]), torch.as_tensor(z_rows[:, -1])
@@ -105,3 +105,217 @@ def test_every_entry_point_runs_the_one_implementation():
     np.testing.assert_array_equal(
         blk.embed(xs, ys, xq).numpy(), layers.embed(xs, ys, xq, n_scratch=2, constant=True)
     )
+
+
+# --- the layer against the definition ------------------------------------------------------------------
+@pytest.mark.parametrize(("b", "n", "d"), [(1, 1, 1), (3, 7, 2), (2, 12, 5)])
+def test_the_layer_is_the_literal_masked_formula(b, n, d):
+    """``lsa_forward`` sums the masked products token by token; the layer (and everything that runs
+    it: ``lsa_update``, ``lsa_predict``, ``LinearSelfAttention``) must give the same tokens."""
+    rng = np.random.default_rng(n)
+    xs, ys, xq = (
+        rng.standard_normal((b, n, d)),
+        rng.standard_normal((b, n)),
+        rng.standard_normal((b, d)),
+    )
+    w_kq, w_pv = rng.standard_normal((2, d + 1, d + 1))
+    z = token_matrix(xs, ys, xq)
+    want = lsa_forward(z, w_kq, w_pv)
+    # Sums of n + 1 products of O(1) numbers in two orders: 1e-12 is rounding headroom only.
+    np.testing.assert_allclose(lsa_update(z, w_kq, w_pv), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(lsa_predict(xs, ys, xq, w_kq, w_pv), -want[:, d, -1], atol=1e-12)
+    model = LinearSelfAttention.from_weights(w_kq, w_pv)
+    np.testing.assert_allclose(model(xs, ys, xq).detach().numpy(), -want[:, d, -1], atol=1e-12)
+
+
+def test_the_literal_formula_runs_without_the_layer(monkeypatch):
+    """``lsa_forward`` is an implementation of its own, not a call of the layer it is the check of."""
+
+    def removed(*args, **kwargs):
+        raise AssertionError("lsa_forward called the layer it is compared with")
+
+    for name in ("lsa", "_lsa", "glu", "_glu"):
+        monkeypatch.setattr(layers, name, removed)
+    monkeypatch.setattr(lsa, "_lsa_update", removed)
+    z = RNG.standard_normal((2, DIM + 1, N + 1))
+    w_kq, w_pv = RNG.standard_normal((2, DIM + 1, DIM + 1))
+    assert lsa_forward(z, w_kq, w_pv).shape == z.shape
+
+
+def test_every_model_reads_its_prediction_through_the_one_readout(monkeypatch):
+    """With the sign of ``layers._prediction`` flipped, every model's prediction flips."""
+    xs, ys, xq = prompt_batch()
+    gen = torch.Generator().manual_seed(0)
+    models = [
+        LinearSelfAttention(DIM, generator=gen),
+        TransformerBlock(DIM, 2, H, generator=gen),
+        TransformerBlock(DIM, 2, 0, generator=gen),
+        DeepTransformer(DIM, D, 2, zero_init_residual=False, generator=gen),
+        DeepTransformer(DIM, D, 2, zero_init_residual=False, label_norm=True, generator=gen),
+    ]
+    before = [m(xs, ys, xq).detach().numpy() for m in models]
+    monkeypatch.setattr(layers, "_prediction", lambda slot: slot)
+    for m, b in zip(models, before, strict=True):
+        np.testing.assert_array_equal(m(xs, ys, xq).detach().numpy(), -b, err_msg=type(m).__name__)
+
+
+# --- each thing written once: no second copy anywhere in icl_book/ ----------------------------------------
+# the models live in PACKAGE/attention, the one copy of each thing in its layers.py
+PACKAGE = Path(icl_book.__file__).parent
+_JOINS = {"concatenate", "concat", "cat", "hstack", "vstack", "dstack", "column_stack", "row_stack",
+          "stack", "block", "append", "r_", "c_"}  # fmt: skip
+_PROMPT = {"xs", "ys", "x_query"}
+
+
+def _walk(node, func):
+    """``(enclosing function name or None, node)`` for every node under ``node``, outermost first."""
+    for child in ast.iter_child_nodes(node):
+        inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+        yield inner, child
+        yield from _walk(child, inner)
+
+
+def _nodes(root: Path = PACKAGE):
+    """``(path, enclosing function name or None, node)`` for every node of every module under ``root``."""
+    for path in sorted(root.rglob("*.py")):
+        for func, node in _walk(ast.parse(path.read_text(), str(path)), None):
+            yield path, func, node
+
+
+def _is_minus_one(node) -> bool:
+    return (isinstance(node, ast.Constant) and node.value == -1) or (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and node.operand.value == 1
+    )
+
+
+def _index(node) -> list:
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _reads_a_label_slot(node) -> bool:
+    """A read of the last coordinate of a batch of tokens: ``z[..., -1]``, ``z[:, d, -1]``, ..."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
+        return False
+    idx = _index(node)
+    return len(idx) >= 2 and _is_minus_one(idx[-1])
+
+
+def _reads_the_query_label(node) -> bool:
+    """``z[..., -1, -1]`` / ``z[:, -1, -1]``: the last token's last coordinate."""
+    return _reads_a_label_slot(node) and _is_minus_one(_index(node)[-2])
+
+
+def _is_prompt(node) -> bool:
+    """A prompt's arrays themselves (``ys``, ``p.x_query``, ``ys[..., None]``), not a value computed from them."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return (isinstance(node, ast.Name) and node.id in _PROMPT) or (
+        isinstance(node, ast.Attribute) and node.attr in _PROMPT
+    )
+
+
+def _is_join(node) -> bool:
+    """A reference to a NumPy/torch function that joins arrays (``np.concatenate``, ``torch.cat``, ``np.r_``...)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in _JOINS
+        and isinstance(node.value, ast.Name)
+        and node.value.id in {"np", "numpy", "torch"}
+    )
+
+
+class _Findings(dict):
+    """One finding per line of a module, the outermost node's (``-z[:, -1, -1]`` is one copy, not two)."""
+
+    def add(self, root, path, func, node):
+        where = f"{path.relative_to(root.parent)}:{node.lineno}"
+        self.setdefault(where, f"{where} in {func}: {ast.unparse(node)[:90]}")
+
+    def listed(self) -> list[str]:
+        return list(self.values())
+
+
+def readout_copies(root: Path = PACKAGE) -> list[str]:
+    """Places outside ``layers._readout`` / ``layers._prediction`` that read or negate a prediction.
+
+    A read of the query's label slot ``[..., -1, -1]``; a minus sign on anything that reads a label slot;
+    and, inside ``icl_book/attention/`` (where the models live), a minus sign on anything but a name or a
+    constant (``-eta`` builds a weight; ``-(...)`` of an expression is how a prediction gets its sign).
+    """
+    found = _Findings()
+    for path, func, node in _nodes(root):
+        if path == root / "attention" / "layers.py" and func in ("_readout", "_prediction"):
+            continue
+        if _reads_the_query_label(node):
+            found.add(root, path, func, node)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = node.operand
+            in_models = root / "attention" in path.parents
+            if any(_reads_a_label_slot(n) for n in ast.walk(operand)) or (
+                in_models and not isinstance(operand, (ast.Name, ast.Constant))
+            ):
+                found.add(root, path, func, node)
+    return found.listed()
+
+
+def embedding_copies(root: Path = PACKAGE) -> list[str]:
+    """Places outside ``layers._embed`` that put a prompt's arrays together into tokens.
+
+    Inside ``icl_book/attention/``: any joining of arrays. Anywhere in the package: a join that takes a
+    prompt's arrays (``xs``, ``ys``, ``x_query``) as operands, or an array slice assigned one of them.
+    """
+    found = _Findings()
+    for path, func, node in _nodes(root):
+        if path == root / "attention" / "layers.py" and func == "_embed":
+            continue
+        if _is_join(node) and root / "attention" in path.parents:
+            found.add(root, path, func, node)
+        elif isinstance(node, ast.Call) and _is_join(node.func):
+            operands = [
+                e
+                for a in node.args
+                for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+            ]
+            if any(_is_prompt(e) for e in operands):
+                found.add(root, path, func, node)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)) and _is_prompt(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) for t in targets):
+                found.add(root, path, func, node)
+    return found.listed()
+
+
+def test_the_readout_index_and_sign_are_written_once():
+    assert readout_copies() == []
+
+
+def test_a_prompt_becomes_tokens_in_one_function():
+    assert embedding_copies() == []
+
+
+@pytest.mark.parametrize(
+    ("copy", "finder"),
+    [
+        ("def predict(z):\n    return -z[:, -1, -1]\n", readout_copies),
+        ("def predict(z):\n    return -z[:, 3, -1]\n", readout_copies),
+        ("def predict(zq, u):\n    return -(zq[:, -1] + u)\n", readout_copies),
+        (
+            "def predict(q, upd):\n    return -upd(q)\n",
+            readout_copies,
+        ),  # in attention/: any expression
+        (
+            "def tokens(xs, ys):\n    return np.concatenate([xs, ys[..., None]], -1)\n",
+            embedding_copies,
+        ),
+        ("def tokens(a, b):\n    cat = torch.cat\n    return cat([a, b], 1)\n", embedding_copies),
+        ("def tokens(z, p):\n    z[:, :-1, -1] = p.ys\n    return z\n", embedding_copies),
+    ],
+)
+def test_the_checks_find_a_second_copy(tmp_path, copy, finder):
+    """Each check fails on a second copy written in a new module of the models' package."""
+    (tmp_path / "attention").mkdir()
+    (tmp_path / "attention" / "copy.py").write_text(copy)
+    assert len(finder(tmp_path)) == 1

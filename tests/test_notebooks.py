@@ -126,13 +126,28 @@ def test_nbval_fails_when_an_output_changes(tmp_path):
     assert "a different output" in result.stdout
 
 
-def test_make_refuses_an_old_python(tmp_path):
-    fake = tmp_path / "python2"
-    fake.write_text(
-        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.8.10"; exit 0; fi\nexit 1\n'
-    )
+FAKE_PYTHON = """#!{python}
+# An interpreter that reports version {version}: it answers --version and runs -c code with
+# sys.version_info set to that version, as the Makefile's check sees it; anything else fails.
+import collections, sys
+Info = collections.namedtuple("version_info", "major minor micro releaselevel serial")
+version = Info(*{version}, "final", 0)
+if sys.argv[1:] == ["--version"]:
+    print("Python %d.%d.%d" % version[:3])
+elif sys.argv[1:2] == ["-c"]:
+    code, sys.argv = sys.argv[2], ["-c", *sys.argv[3:]]
+    sys.version_info = version
+    exec(compile(code, "<string>", "exec"), {{"__name__": "__main__"}})
+else:
+    sys.exit("fake python: not run past the version check: " + " ".join(sys.argv[1:]))
+"""
+
+
+def _make_install(tmp_path, version):
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON.format(python=sys.executable, version=version))
     fake.chmod(0o755)
-    result = subprocess.run(
+    return subprocess.run(
         [
             "make",
             "-B",
@@ -146,8 +161,22 @@ def test_make_refuses_an_old_python(tmp_path):
         text=True,
         timeout=60,
     )
+
+
+def test_make_refuses_an_old_python(tmp_path):
+    """The Makefile's version check runs (in an interpreter that reports 3.8.10) and refuses it."""
+    result = _make_install(tmp_path, (3, 8, 10))
     assert result.returncode != 0
     assert "Python >= 3.10 is needed, found Python 3.8.10" in result.stdout
+    assert "not run past the version check" not in result.stderr
+
+
+@pytest.mark.parametrize("version", [(3, 10, 0), (3, 13, 1)])
+def test_make_accepts_a_new_enough_python(tmp_path, version):
+    """The same check lets 3.10 and later through (to the venv step, where the fake stops)."""
+    result = _make_install(tmp_path, version)
+    assert "is needed" not in result.stdout
+    assert "fake python: not run past the version check: -m venv" in result.stderr
 
 
 def test_venv_bin_is_the_running_interpreter():

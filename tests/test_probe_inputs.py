@@ -780,12 +780,6 @@ SPECS.update(
             dict(z="array", w_kq="array", w_pv="array"),
         ),
         "attention.token_matrix": _on_prompts(lsa.token_matrix, {}, {}),
-        "attention.lsa_tokens": (
-            lsa.lsa_tokens,
-            dict(z=_TROW, w_kq=torch.as_tensor(_WKQ), w_pv=torch.as_tensor(_WPV)),
-            dict(n_queries=1),
-            dict(z="array", w_kq="array", w_pv="array", n_queries="int"),
-        ),
         "attention.lsa_query_readout": (
             lsa.lsa_query_readout,
             dict(

@@ -117,6 +117,28 @@ def test_a_chapter_edit_reruns_what_reads_it_and_a_code_edit_reruns_everything(r
     assert code == 0 and len(got["PASSED"]) == 3, out
 
 
+def test_a_tools_noise_on_stderr_is_not_an_input(repo, tmp_path_factory):
+    """Debian's chromium launcher prints the free bytes of /dev/shm on stderr with its version, which
+    other processes change between two runs (on a loaded machine, the other test process's browser):
+    here a fake chromium prints a new number every call. Its version (stdout) is the input, and a
+    changed version still re-runs everything."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake = bin_dir / "chromium"
+    fake.write_text(
+        '#!/bin/sh\necho "/usr/bin/chromium: 9: [: $(date +%s%N): unexpected operator" >&2\n'
+        'echo "Chromium $(cat "$0.version")"\n'
+    )
+    fake.chmod(0o755)
+    (bin_dir / "chromium.version").write_text("156.0\n")
+    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    assert run(repo, "tests", env=path)[0] == 0
+    code, got, out = run(repo, "tests", env=path)
+    assert code == 0 and got == {}, out
+    (bin_dir / "chromium.version").write_text("157.0\n")
+    code, got, out = run(repo, "tests", env=path)
+    assert code == 0 and len(got["PASSED"]) == 3, out
+
+
 def test_ci_and_the_switch_run_everything(repo):
     assert run(repo, "tests")[0] == 0
     for env in ({"CI": "true"}, {"ICL_TESTCACHE": "off"}):

@@ -123,8 +123,8 @@ _LAYER_CALLS = {
         np.ones((2, 3)),
         "w1",
     ),
-    "lsa_tokens(w_kq)": (
-        lambda v: lsa.lsa_tokens(torch.as_tensor(_TOK), v, torch.as_tensor(_W)),
+    "layers.lsa(w_kq) on tensors": (
+        lambda v: layers.lsa(torch.as_tensor(_TOK), v, torch.as_tensor(_W)),
         _W,
         "w_kq",
     ),
@@ -156,11 +156,11 @@ def test_layer_functions_refuse_none_and_wrong_shapes(call):
         func(np.asarray(valid)[:-1] if np.ndim(valid) == 1 else np.zeros((0,) * np.ndim(valid)))
 
 
-def test_lsa_tokens_n_queries_is_an_integer_in_range():
+def test_lsa_n_queries_on_tensors_is_an_integer_in_range():
     z = torch.as_tensor(_TOK)
     for bad in (True, 2.5, -3, HUGE, None):
         with pytest.raises((TypeError, ValueError), match="n_queries"):
-            lsa.lsa_tokens(z, torch.as_tensor(_W), torch.as_tensor(_W), n_queries=bad)
+            layers.lsa(z, torch.as_tensor(_W), torch.as_tensor(_W), n_queries=bad)
 
 
 # --- torch forward passes: complex, NaN, bool and string inputs are refused --------------------------

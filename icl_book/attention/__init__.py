@@ -42,7 +42,6 @@ from .lsa import (
     lsa_forward,
     lsa_predict,
     lsa_query_readout,
-    lsa_tokens,
     lsa_update,
     token_matrix,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "lsa_forward",
     "lsa_predict",
     "lsa_query_readout",
-    "lsa_tokens",
     "lsa_update",
     "token_matrix",
     # glu

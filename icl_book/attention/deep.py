@@ -736,7 +736,7 @@ def deep_predict(xs, ys, x_query, weights: DeepBCDWeights) -> np.ndarray:
     if xs.shape[2] != weights.dim:
         raise ValueError(f"xs must have d = weights.dim = {weights.dim}, got d = {xs.shape[2]}")
     z = glu_embed_prompts(xs, ys, x_query, weights.n_scratch)
-    return -deep_forward(z, weights.layers)[:, -1, -1]
+    return layers._readout(deep_forward(z, weights.layers).swapaxes(-1, -2))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -887,10 +887,10 @@ class DeepTransformer(nn.Module):
         )
         with inputs_checked():  # validated once here, not again in every block
             if not self.label_norm:
-                return -self.forward_tokens(self.blocks[0].embed(xs, ys, x_query))[:, -1, -1]
+                return layers._readout(self.forward_tokens(self.blocks[0].embed(xs, ys, x_query)))
             scale = torch.sqrt((ys**2).mean(dim=1) + 1e-12)
             z = self.blocks[0].embed(xs, ys / scale[:, None], x_query)
-            u = -self.forward_tokens(z)[:, -1, -1]
+            u = layers._readout(self.forward_tokens(z))
         if self.output_bound is not None:
             u = self.output_bound * torch.tanh(u / self.output_bound)
         return scale * u

@@ -16,8 +16,8 @@ Layers
   ``W_3 (D, H)``.
 - Linear self-attention (chapter 2): ``Z ← Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` with
   ``M = diag(I_N, 0)`` (the query is never a key or value).
-- The prediction is read with a minus sign from the query's ``y`` slot: ``ŷ = −Z[y, query]``, the convention of
-  chapter 2's ``lsa_predict`` (von Oswald et al.).
+- The prediction is read with a minus sign from the query's ``y`` slot: ``ŷ = −Z[y, query]``, von Oswald et
+  al.'s convention, by :func:`icl_book.attention.layers.readout` (as chapter 2's ``lsa_predict``).
 
 The explicit construction (:func:`glu_lsa_block_weights`) writes ``q(x)`` with ``q_jj = x_j²`` and
 ``q_jk = √2 x_j x_k`` (``j < k``) into the scratch, so ``q(x)·q(x') = (x·x')²``; the LSA with
@@ -230,9 +230,7 @@ def glu_lsa_block_weights(dim: int, eta: float, *, features: str = "kernel") -> 
             w2[h, k] = 1.0
             w3[s0 + h, h] = 1.0
     w_kq = np.zeros((big_d, big_d))
-    idx = np.r_[0:dim, s0 : s0 + n_feat]
-    if features == "hermite":
-        idx = np.r_[idx, one]
+    idx = [*range(dim), *range(s0, s0 + n_feat), *([one] if features == "hermite" else [])]
     w_kq[idx, idx] = 1.0
     w_pv = np.zeros((big_d, big_d))
     w_pv[-1, -1] = -eta
@@ -358,7 +356,7 @@ def glu_lsa_block_predict(xs, ys, x_query, weights: GLULSABlockWeights) -> np.nd
         raise ValueError(f"xs must have d = weights.dim = {weights.dim}, got d = {xs.shape[2]}")
     n_scratch = weights.w_kq.shape[0] - weights.dim - int(weights.constant) - 1
     z = glu_embed_prompts(xs, ys, x_query, n_scratch, constant=weights.constant)
-    return -glu_lsa_block_forward(z, weights)[:, -1, -1]
+    return layers._readout(glu_lsa_block_forward(z, weights).swapaxes(-1, -2))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -574,7 +572,7 @@ class TransformerBlock(nn.Module):
         if self.glu is None:
             z = self.embed(xs, ys, x_query)
             ctx, zq = z[:, :-1, :], z[:, -1, :]
-            return -(zq[:, -1] + _query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
+            return layers._prediction(zq[:, -1] + _query_readout(ctx, zq, self.w_kq, self.w_pv[-1]))
         zk = self.embed(xs, ys, x_query, scratch=False)  # (B, T, d + c + 1): the non-zero part
         s0 = self.dim + int(self.constant)
         keep = [*range(s0), self.embed_dim - 1]  # where those coordinates sit in a token
@@ -587,7 +585,7 @@ class TransformerBlock(nn.Module):
         ctx_z, ctx_h = zk[:, :-1, :], h[:, :-1, :]
         scores = ctx_z @ a[:, keep, None] + ctx_h @ (a @ w3)[:, :, None]  # (B, N, 1)
         values = ctx_z @ b[keep] + ctx_h @ (b @ w3)  # (B, N)
-        return -(e_q[:, -1] + (values * scores[..., 0]).mean(dim=1))
+        return layers._prediction(e_q[:, -1] + (values * scores[..., 0]).mean(dim=1))
 
     @classmethod
     def from_weights(

@@ -7,19 +7,20 @@ through it and the NumPy constructions and the trained torch modules run the *sa
 prompt; batch by broadcasting (or :func:`torch.func.vmap`).
 
 - :func:`embed`: a prompt ``(x_1, y_1, …, x_N, y_N, x_q)`` → tokens ``[x; 1; scratch; y]`` (the query's
-  ``y`` slot 0).
+  ``y`` slot 0), the one place a prompt becomes tokens.
 - :func:`lsa`: linear self-attention, ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with
   ``C = (1/N) Σ_{i ≤ N} z_i z_iᵀ`` over the context tokens: the row form of chapter 2's
   ``Z + (1/N) W^{PV} Z M Zᵀ W^{KQ} Z``.
 - :func:`glu`: the bilinear GLU feed-forward layer, ``e ← e + W_3[(W_1 e) ⊙ (W_2 e)]`` on every token.
-- :func:`readout`: the prediction, ``ŷ = −(last token's y slot)`` (von Oswald et al.'s sign).
+- :func:`readout`: the prediction, ``ŷ = −(last token's y slot)`` (von Oswald et al.'s sign), the one
+  place that index and that sign are written (``tests/test_layers.py`` fails on a second copy).
 - :func:`bcd_steps`: block-coordinate descent in residual form, what a deep stack's ``y`` slots carry
   (chapter 6).
 
 The column-token NumPy functions of :mod:`~icl_book.attention.lsa`, :mod:`~icl_book.attention.glu` and
 :mod:`~icl_book.attention.deep` are thin wrappers around these, and the torch modules hold parameters and
-call them; chapter 2's :func:`~icl_book.attention.lsa.lsa_forward` stays the literal masked formula, the
-definition the others are tested against.
+call them. Chapter 2's :func:`~icl_book.attention.lsa.lsa_forward` is the one independent implementation:
+the masked formula summed token by token, the definition :func:`lsa` is tested against.
 """
 
 from __future__ import annotations
@@ -242,7 +243,19 @@ def readout(z):
 
 
 def _readout(z):
-    return -z[..., -1, -1]
+    """:func:`readout` without validation: the query is the last token, its ``y`` slot the last
+    coordinate."""
+    return _prediction(z[..., -1, -1])
+
+
+def _prediction(label_slot):
+    """``ŷ`` from the query's ``y`` slot after the model: minus it (von Oswald et al.'s sign).
+
+    :func:`_readout` and the evaluation orders that compute that slot alone
+    (:class:`~icl_book.attention.lsa.LinearSelfAttention`,
+    :meth:`~icl_book.attention.glu.TransformerBlock.forward`) call it: the sign is written here only.
+    """
+    return -label_slot
 
 
 @declare(

@@ -57,7 +57,6 @@ __all__ = [
     "LinearSelfAttention",
     "lsa_update",
     "lsa_query_readout",
-    "lsa_tokens",
 ]
 
 
@@ -69,7 +68,8 @@ __all__ = [
 def token_matrix(xs, ys, x_query) -> np.ndarray:
     """Stack prompts into token matrices ``Z``; shape ``(B, d+1, N+1)``.
 
-    Column ``i < N`` is ``(x_i, y_i)``; the last column is the query ``(x_q, 0)``.
+    Column ``i < N`` is ``(x_i, y_i)``; the last column is the query ``(x_q, 0)``: the column view of
+    :func:`icl_book.attention.layers.embed`.
 
     Parameters
     ----------
@@ -77,10 +77,7 @@ def token_matrix(xs, ys, x_query) -> np.ndarray:
         ``(B, N, d)``, ``(B, N)``, ``(B, d)``.
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    b, _, d = xs.shape
-    ctx = np.concatenate([xs, ys[..., None]], axis=2)  # (B, N, d+1)
-    query = np.concatenate([x_query, np.zeros((b, 1))], axis=1)[:, None, :]  # (B, 1, d+1)
-    return np.concatenate([ctx, query], axis=1).transpose(0, 2, 1)
+    return layers._embed(xs, ys, x_query).swapaxes(1, 2)
 
 
 def _weights(w_kq, w_pv, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +114,29 @@ def lsa_forward(Z, w_kq, w_pv) -> np.ndarray:
             f"Z must have shape (B, d+1, N+1) or (d+1, N+1) with d, N >= 1, got {Z.shape}"
         )
     w_kq, w_pv = _weights(w_kq, w_pv, Z.shape[1] - 1)
-    out = _lsa_update(Z, w_kq, w_pv)
+    out = _masked_formula(Z, w_kq, w_pv)
     return out[0] if single else out
+
+
+def _masked_formula(Z, w_kq, w_pv):
+    """The masked formula token by token, written to be read, not to be fast.
+
+    Column ``j`` of ``(1/N) W^{PV} Z M Zᵀ W^{KQ} Z`` is ``(1/N) Σ_{i ≤ N} W^{PV} z_i (z_iᵀ W^{KQ} z_j)``:
+    every token, the query included, receives the value ``W^{PV} z_i`` of each context token ``z_i``
+    weighted by its score; ``M = diag(I_N, 0)`` is the sum stopping before the query. This shares no
+    code with :func:`icl_book.attention.layers.lsa`, which ``tests/test_layers.py`` checks against it.
+    """
+    # the same sums in the same order whatever the caller's memory layout
+    Z = np.ascontiguousarray(Z)
+    n = Z.shape[2] - 1
+    out = Z.copy()
+    for b in range(Z.shape[0]):
+        for j in range(n + 1):
+            z_j = Z[b, :, j]
+            for i in range(n):  # the context tokens only: the mask M
+                z_i = Z[b, :, i]
+                out[b, :, j] += (w_pv @ z_i) * (z_i @ w_kq @ z_j) / n
+    return out
 
 
 @declare(
@@ -199,27 +217,6 @@ def _query_readout(ctx, z_query, w_kq, w_pv_y):
     return ((ctx @ w_pv_y) * scores[..., 0]).mean(dim=1)
 
 
-@declare(
-    z=Free(
-        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
-    ),
-    w_kq=Free(
-        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
-    ),
-    w_pv=Free(
-        "a NumPy array or torch tensor, checked where it enters (vmap-aware, no copy of a tensor)"
-    ),
-    n_queries=Integer(1, None),
-)
-def lsa_tokens(z, w_kq, w_pv, n_queries: int = 1):
-    """Linear self-attention on torch row tokens ``z (B, T, D)``; the last ``n_queries`` are queries.
-
-    ``z_t ← z_t + W^{PV} C W^{KQ} z_t`` with ``C = (1/N) Σ_{i <= N} z_i z_iᵀ`` over the ``N = T − n_queries``
-    context tokens: :func:`icl_book.attention.layers.lsa`, which validates every argument.
-    """
-    return layers.lsa(z, w_kq, w_pv, n_queries=n_queries)
-
-
 class LSAWeights(NamedTuple):
     """The two ``(d+1, d+1)`` weights of one LSA layer (what :func:`gd_lsa_weights` returns).
 
@@ -293,8 +290,10 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> LSAWeights:
 def lsa_predict(xs, ys, x_query, w_kq, w_pv) -> np.ndarray:
     """Prediction of one LSA layer at the query, ``ŷ = −[LSA(Z)]_{d+1, N+1}``; shape ``(B,)``.
 
-    Builds the token matrix ``Z`` (:func:`token_matrix`), applies :func:`lsa_forward` literally (mask and
-    ``1/N`` included) and reads the label slot of the query column with von Oswald et al.'s minus sign.
+    Builds the tokens (:func:`icl_book.attention.layers.embed`), applies the layer
+    (:func:`icl_book.attention.layers.lsa`: mask and ``1/N`` included, the same numbers as
+    :func:`lsa_forward`) and reads the label slot of the query with von Oswald et al.'s minus sign
+    (:func:`icl_book.attention.layers.readout`).
 
     Parameters
     ----------
@@ -304,9 +303,8 @@ def lsa_predict(xs, ys, x_query, w_kq, w_pv) -> np.ndarray:
         ``(d+1, d+1)`` weights (e.g. from :func:`gd_lsa_weights`).
     """
     xs, ys, x_query = check_prompt_shapes(xs, ys, x_query)
-    d = xs.shape[2]
-    w_kq, w_pv = _weights(w_kq, w_pv, d)
-    return -lsa_forward(token_matrix(xs, ys, x_query), w_kq, w_pv)[:, d, -1]
+    w_kq, w_pv = _weights(w_kq, w_pv, xs.shape[2])
+    return layers._readout(layers._lsa(layers._embed(xs, ys, x_query), w_kq, w_pv))
 
 
 class LinearSelfAttention(torch.nn.Module):
@@ -385,11 +383,10 @@ class LinearSelfAttention(torch.nn.Module):
         xs, ys, x_query = prompt_tensors(
             xs, ys, x_query, dim=self.dim, dtype=p.dtype, device=p.device
         )
-        ctx = torch.cat([xs, ys[..., None]], dim=2)  # (B, N, d+1): the key/value tokens z_i
-        zq = torch.cat(
-            [x_query, torch.zeros_like(x_query[:, :1])], dim=1
-        )  # (B, d+1): the query token
-        return -_query_readout(ctx, zq, self.w_kq, self.w_pv[self.dim])
+        z = layers._embed(xs, ys, x_query)  # (B, N+1, d+1)
+        ctx, zq = z[:, :-1], z[:, -1]  # the key/value tokens z_i and the query token
+        # the query's label slot starts at 0, so after the layer it is the update alone
+        return layers._prediction(_query_readout(ctx, zq, self.w_kq, self.w_pv[self.dim]))
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The current ``(w_kq, w_pv)`` as float64 NumPy arrays."""
@@ -414,4 +411,6 @@ class LinearSelfAttention(torch.nn.Module):
         """
         w_kq, w_pv = self.weights()
         d = self.dim
-        return -(w_pv[d, d] * w_kq[:d, :d].T + np.outer(w_kq[d, :d], w_pv[d, :d]))
+        a, c, p_x, p_y = w_kq[:d, :d], w_kq[d, :d], w_pv[d, :d], w_pv[d, d]
+        minus_gamma = p_y * a.T + np.outer(c, p_x)
+        return -minus_gamma
