@@ -125,9 +125,7 @@ def main() -> None:
     worst_ratio = max(abs(r["ratio"] - 1) for r in rows)
     print(f"\nd = {args.dim}, {args.seeds} seeds, exact errors of each pretrained Γ")
     print(f"largest |simulated / theory − 1|           = {100 * worst:.2f} %  (target < 5 %)")
-    print(
-        f"largest |teacher / equivalent linear − 1|  = {100 * worst_ratio:.2f} %  (target < 3 %)"
-    )
+    print(f"largest |teacher / equivalent linear − 1|  = {100 * worst_ratio:.2f} %  (target < 3 %)")
     if mc_z:
         print(
             f"Monte Carlo check ({args.mc_check} prompts): largest |MC − exact| = "

@@ -1,4 +1,4 @@
-"""A local cache of passed checks for the edit-test loop (issue 30): a pytest plugin.
+"""A local cache of passed checks for the edit-test loop: a pytest plugin.
 
 ``make test`` loads it (``-p booktools.testcache``). A test, or a whole notebook under nbval, that passed
 before with exactly the same inputs is not run again; everything else runs. Rules:

@@ -7,7 +7,7 @@ by a classical algorithm.
 The closed-form risks that chapters 0, 2 and 5 compare these predictors with (``one_step_gd_risk``,
 ``best_one_step_eta``, ``optimal_preconditioner``, ``optimal_preconditioned_risk``, ``best_linear_risk_quadratic``,
 ``hermite_one_step_excess_risk``) live in :mod:`icl_book.theory`, where they are documented and where the chapters
-call them; ``estimators.X`` still finds them, with a ``DeprecationWarning``.
+call them.
 """
 
 from __future__ import annotations
@@ -760,29 +760,3 @@ def select_kernel_ridge(xs, ys, x_query, y_query, kernel, ridges) -> RidgeChoice
         [np.mean((kernel_ridge_predict(xs, ys, x_query, kernel, r) - y_query) ** 2) for r in grid]
     )
     return RidgeChoice(grid[int(np.argmin(errors))], errors)
-
-
-# The closed-form risks' old home (chapters called them as estimators.X until issue 31).
-_MOVED_TO_THEORY = {
-    "best_linear_risk_quadratic",
-    "best_one_step_eta",
-    "hermite_one_step_excess_risk",
-    "one_step_gd_risk",
-    "optimal_preconditioned_risk",
-    "optimal_preconditioner",
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED_TO_THEORY:
-        import warnings
-
-        from . import theory
-
-        warnings.warn(
-            f"icl_book.estimators.{name} is now icl_book.theory.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(theory, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Issue 35's reproducers, one test each: a clear error naming the argument within a second, or the
+"""The probe suite's reproducers, one test each: a clear error naming the argument within a second, or the
 correct finite value. The probe suite (tests/test_probe_inputs.py) covers the classes over every public
 callable; these pin the specific cases the issue found.
 """

@@ -1,4 +1,4 @@
-"""The checks under the grader (issue 36): honest Monte Carlo answers accepted, fixed answer tables
+"""The checks under the grader: honest Monte Carlo answers accepted, fixed answer tables
 refused where inputs are drawn at grading time, and a failed check showing its hint only."""
 
 from __future__ import annotations

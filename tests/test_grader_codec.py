@@ -1,4 +1,4 @@
-"""The grader's wire format is one module (issue 31): the kernel runs that module's own source, and a
+"""The grader's wire format is one module: the kernel runs that module's own source, and a
 value written by either half reads back on the other as the same value."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The bridge into nbgrader (issue 36): ``grade --release`` autogrades, ``gradebook`` writes the scores
+"""The bridge into nbgrader: ``grade --release`` autogrades, ``gradebook`` writes the scores
 into a real nbgrader 0.9 gradebook, and ``nbgrader export`` shows them; the steps are the instructors
 page's, run as commands."""
 

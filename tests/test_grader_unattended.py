@@ -1,7 +1,7 @@
-"""A grader a course can run unattended (issue 36): no silent zeros, no lost batches, no leaks between
+"""A grader a course can run unattended: no silent zeros, no lost batches, no leaks between
 students, the release chosen by the instructor, forged replies and CSV cells defused.
 
-Each test names the defect it guards against; each failed on the grader before issue 36. The fast ones
+Each test names the defect it guards against; each failed on the grader before its fix. The fast ones
 replace the kernel by a stub where the defect lies before any kernel starts; the slow ones start real
 boxed kernels (a few seconds each).
 """
@@ -276,7 +276,7 @@ def test_dev_shm_is_private_to_each_kernel(tmp_path):
         assert "left: False" in said
     finally:
         planted.unlink()
-        answer.unlink(missing_ok=True)  # (the box before issue 36 left it on the host)
+        answer.unlink(missing_ok=True)  # (an earlier box left it on the host)
 
 
 @pytest.mark.slow  # two kernels side by side: ~10 s

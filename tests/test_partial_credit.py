@@ -1,4 +1,4 @@
-"""Per-exercise points and partial credit (issue 36): a check with several cases records each as a
+"""Per-exercise points and partial credit: a check with several cases records each as a
 part (``icl_book.checks.Parts``) in the grader's process, and the *release's* check cell decides
 whether its exercise scores ``points × parts passed / parts`` or all or nothing."""
 

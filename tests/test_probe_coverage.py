@@ -129,7 +129,7 @@ def test_a_new_public_function_without_a_spec_fails(monkeypatch):
 
 
 def test_counts():
-    """The numbers the suite reports (issue 35): every public callable is accounted for."""
+    """The numbers the suite reports: every public callable is accounted for."""
     callables = public_callables()
     assert len(callables) == len(set(callables))
     probed = [n for n in callables if n in probes.probed_names()]

@@ -1,4 +1,4 @@
-"""Probe suite (issue 35): bad inputs, by class, against the package's public callables.
+"""Probe suite: bad inputs, by class, against the package's public callables.
 
 Each callable has one valid call (``SPECS``). Every argument is then replaced, one at a time, by each
 bad value its kind admits (wrong types, bool/str, None, NaN/inf, complex/bool/string arrays, wrong
@@ -359,7 +359,7 @@ SPECS = {
     ),
 }
 
-# --- the rest of the public API (issue 35, second part) ----------------------------------------------
+# --- the rest of the public API ----------------------------------------------
 _X = np.ones((3, 2)) * np.array([0.3, -0.5])
 
 
@@ -1536,12 +1536,12 @@ _GRADING = "icl_book/checks.py belongs to the grading issue"
 OWNED_ELSEWHERE: dict[str, str] = {
     **{
         name: _TRAINING
-        # none left: every finding of attention/, train.py and studies.py is fixed (issue 35)
+        # none left: every finding of attention/, train.py and studies.py is fixed
         for name in ()
     },
     **{
         name: _GRADING
-        # none left: every finding of checks.py is fixed (issue 35)
+        # none left: every finding of checks.py is fixed
         for name in ()
     },
 }

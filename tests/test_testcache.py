@@ -1,4 +1,4 @@
-"""booktools.testcache, make test's cache of passes (issue 30): it never hides a failure.
+"""booktools.testcache, make test's cache of passes: it never hides a failure.
 
 Each test builds a scratch repository (git, a chapter notebook, tests) and runs pytest there with the
 plugin, as make test does: a pass is stored and not re-run while its inputs stay the same; a failure is

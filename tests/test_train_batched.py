@@ -220,14 +220,6 @@ def test_prompts_and_flags_that_training_would_misread_are_refused():
         )
 
 
-def test_fast_block_forward_equals_running_the_block_on_every_token():
-    blk = block(3)
-    q = quadratic(15)(np.random.default_rng(0), 40)
-    tokens = [torch.as_tensor(a) for a in q[:3]]
-    full = -blk.forward_tokens(blk.embed(*tokens))[:, -1, -1]
-    torch.testing.assert_close(blk(*tokens), full, rtol=1e-12, atol=1e-12)
-
-
 def test_study_runs_started_at_the_construction_are_the_construction():
     cohort = next(c for c in studies.cohorts("glu") if c.name == "block10")
     run = next(r for r in cohort.runs if r.init == "construction")

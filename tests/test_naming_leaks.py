@@ -1,6 +1,6 @@
-"""The naming and validation leaks of issue 31, one test each (the reproducers of the issue).
+"""Naming and validation leaks a review found, one test each (its reproducers).
 
-Some were already closed by issue 35's validators (bools and strings in ``problem_sizes``,
+Some were already closed by the package's validators (bools and strings in ``problem_sizes``,
 ``DeepTransformer(label_norm=np.True_)``, the feature count before enumeration); their tests pin them.
 """
 
