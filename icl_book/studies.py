@@ -174,7 +174,7 @@ class Cohort:
     val_size: int = 5000
     val_seed: int = 777
     dtype: str = field(default="float64", kw_only=True)  # keyword-only, as everywhere
-    #: Steps trained in float64 before the cohort continues in ``dtype`` (0: ``dtype`` throughout).
+    #: Steps trained in float64 before the cohort continues in ``dtype`` (zero for ``dtype`` throughout).
     float64_until: int = field(default=0, kw_only=True)
 
     def __post_init__(self):

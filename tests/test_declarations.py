@@ -46,12 +46,12 @@ PENDING: dict[str, str] = {
     **{
         f"icl_book.train.{name}": _TRAINING
         for name in (
-            "batched.BatchedTrainer",
-            "batched.Member",
-            "loop.evaluate_in_context",
-            "loop.predict_in_context",
-            "loop.prompts_to_torch",
-            "loop.train_in_context",
+            "BatchedTrainer",
+            "Member",
+            "evaluate_in_context",
+            "predict_in_context",
+            "prompts_to_torch",
+            "train_in_context",
         )
     },
     **{
@@ -101,7 +101,7 @@ NOT_DECLARED: dict[str, str] = {
     "icl_book.checks.CheckFailed": _ERROR,
     "icl_book.checks.NotAnswered": _ERROR,
     "icl_book.limits.CostRefused": _ERROR,
-    "icl_book.train.loop.TrainingDiverged": _ERROR,
+    "icl_book.train.TrainingDiverged": _ERROR,
     "icl_book.book.in_colab": "takes no argument",
     "icl_book.plotting.use_book_style": "takes no argument",
     "icl_book.limits.current_budget": "takes no argument",
@@ -140,8 +140,8 @@ NOT_DECLARED: dict[str, str] = {
             "tasks.Prompts",
             "theory.EquivalentTask",
             "theory.TaskMoments",
-            "train.protocol.ConvergenceRecord",
-            "train.loop.TrainResult",
+            "train.ConvergenceRecord",
+            "train.TrainResult",
         )
     },
 }

@@ -32,12 +32,12 @@ EXCLUDED: dict[str, str] = {
     "icl_book.book.ClaimFailed": _ERROR,
     "icl_book.checks.CheckFailed": _ERROR,
     "icl_book.checks.NotAnswered": _ERROR,
-    "icl_book.train.loop.TrainingDiverged": _ERROR,
+    "icl_book.train.TrainingDiverged": _ERROR,
     "icl_book.limits.CostRefused": _ERROR,
     # declared: every constraint is attacked by tests/test_declarations.py's generated suite
-    "icl_book.train.protocol.decide": "declared; probed by tests/test_declarations.py",
-    "icl_book.train.protocol.false_convergence_rate": "declared; probed by tests/test_declarations.py",
-    "icl_book.train.schedules.learning_rate": "declared; probed by tests/test_declarations.py",
+    "icl_book.train.decide": "declared; probed by tests/test_declarations.py",
+    "icl_book.train.false_convergence_rate": "declared; probed by tests/test_declarations.py",
+    "icl_book.train.learning_rate": "declared; probed by tests/test_declarations.py",
     # one cohort of train_study, whose arguments (study, checkpoints, device, chunk_size, log) are
     # train_study's, probed there; a valid call trains for hours
     "icl_book.studies.train_cohort": "train_study's cohort worker; its arguments are probed there",
@@ -66,8 +66,8 @@ EXCLUDED: dict[str, str] = {
     + " (the samplers; prompts_to_torch etc. probed with bad prompts)",
     "icl_book.theory.EquivalentTask": _RESULT,
     "icl_book.theory.TaskMoments": _RESULT,
-    "icl_book.train.protocol.ConvergenceRecord": _RESULT + " (train_to_convergence)",
-    "icl_book.train.loop.TrainResult": _RESULT + " (train_in_context)",
+    "icl_book.train.ConvergenceRecord": _RESULT + " (train_to_convergence)",
+    "icl_book.train.TrainResult": _RESULT + " (train_in_context)",
 }
 
 

@@ -1296,8 +1296,8 @@ COVERS = {
     "studies.make_sampler": "icl_book.studies.make_sampler",
     "studies.select_runs": "icl_book.studies.select_runs",
     "studies.train_study": "icl_book.studies.train_study",
-    "train.Member": "icl_book.train.batched.Member",
-    "train.train_to_convergence": "icl_book.train.protocol.train_to_convergence",
+    "train.Member": "icl_book.train.Member",
+    "train.train_to_convergence": "icl_book.train.train_to_convergence",
 }
 
 

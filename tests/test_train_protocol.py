@@ -21,7 +21,6 @@ from scipy.stats import norm
 from icl_book import studies
 from icl_book.tasks import sample_linear_prompts
 from icl_book.train import (
-    FLAT_DOUBLINGS,
     BatchedTrainer,
     ConvergenceRecord,
     Member,
@@ -29,6 +28,7 @@ from icl_book.train import (
     false_convergence_rate,
     train_to_convergence,
 )
+from icl_book.train.protocol import FLAT_DOUBLINGS
 
 from .test_train import Constant, LinearReadout
 

@@ -26,6 +26,7 @@ from booktools.assignments.instructors import (
     TABLE_BEGIN,
     TABLE_END,
     instructors_table,
+    nbgrader_timeout,
     update_instructors_page,
 )
 from booktools.assignments.release import (
@@ -80,5 +81,6 @@ __all__ = [
     "TABLE_BEGIN",
     "TABLE_END",
     "TOP_LEVEL_STUB",
+    "nbgrader_timeout",
     "update_instructors_page",
 ]

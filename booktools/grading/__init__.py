@@ -3,7 +3,7 @@ and reach a submission's code in its boxed kernel by RPC. The modules, one job e
 
 - ``grader``: scores one submission against its release, checks running in the grader's process.
 - ``codec``: the grader's wire format, both halves (its source is what the kernel runs).
-- ``sandbox``: the box a submission's kernel runs in (run as a script, its launcher).
+- ``sandbox``: the box a submission's kernel runs in (bubblewrap's command line, the limits).
 - ``batch``: ``grade``: a batch of submissions against one release, side by side.
 - ``report``: the CSV grade report (written spreadsheet-safe, read back exactly).
 - ``gradebook``: ``grade``'s scores into nbgrader's gradebook; per-student feedback files.

@@ -221,6 +221,7 @@ def grade(
                 hide_dirs=folders,
                 no_sandbox=no_sandbox,
                 inputs_seed=seed_of(student),
+                chapters=CHAPTERS,
             )
         except (grader.InfrastructureError, sandbox.SandboxUnavailable):
             raise

@@ -457,13 +457,11 @@ def _submission_cells(sub, items, release_cells):
     return plan
 
 
-def other_chapter(sub: dict, items) -> str | None:
+def other_chapter(sub: dict, items, chapters) -> str | None:
     """The chapter a submission belongs to when it is not the release's, or ``None``: told by its
     graded cells' nbgrader ``grade_id`` (``hermite-ex1-solution``), when none of them is one of the
     release's and all name one other chapter. Only the report's message uses it; what is graded is
-    always the release."""
-    from booktools.assignments.course import CHAPTERS
-
+    always the release. ``chapters``: the course's chapters (``stem``, exercise prefix ``short``)."""
     own = {it.grade_id for it in items}
     gids = set()
     for cell in sub.get("cells", []):
@@ -474,15 +472,13 @@ def other_chapter(sub: dict, items) -> str | None:
             gids.add(gid)
     if not gids or gids & own:
         return None
-    found = {ch.stem for ch in CHAPTERS for g in gids if g.startswith(f"{ch.short}-ex")}
+    found = {ch.stem for ch in chapters for g in gids if g.startswith(f"{ch.short}-ex")}
     return found.pop() if len(found) == 1 else None
 
 
-def release_chapter(items) -> str:
+def release_chapter(items, chapters) -> str:
     """The chapter a release is (its exercises' label prefix), or ``"the release"``."""
-    from booktools.assignments.course import CHAPTERS
-
-    found = {ch.stem for ch in CHAPTERS for it in items if it.label.startswith(f"{ch.short}-ex")}
+    found = {ch.stem for ch in chapters for it in items if it.label.startswith(f"{ch.short}-ex")}
     return f"{found.pop()}'s" if len(found) == 1 else "the release's"
 
 
@@ -571,6 +567,7 @@ def grade_submission(
     hide_dirs=(),
     no_sandbox: bool = False,
     inputs_seed: int | None = None,
+    chapters=(),
 ) -> list[ExerciseResult]:
     """Grade one submission (its bytes) against ``release`` (an nbformat notebook the grader trusts).
 
@@ -600,9 +597,13 @@ def grade_submission(
                 student, it.label, 0, it.points, f"unreadable notebook: {exc}"[:300]
             )
         return finish()
-    other = other_chapter(sub, items)
+    # (the course's chapters come from the caller: the grader imports nothing of the builder)
+    other = other_chapter(sub, items, chapters)
     if other is not None:  # it would score zero anyway, with a NameError: say why instead
-        message = f"this is chapter {other}'s notebook, not {release_chapter(items)}: not graded"
+        message = (
+            f"this is chapter {other}'s notebook, not {release_chapter(items, chapters)}: "
+            "not graded"
+        )
         for it in coding:
             results[it.label] = ExerciseResult(student, it.label, 0, it.points, message)
         return finish()

@@ -23,7 +23,6 @@ from .loop import (
     train_in_context,
 )
 from .protocol import (
-    FLAT_DOUBLINGS,
     ConvergenceRecord,
     check_steps,
     converged_at,
@@ -31,7 +30,7 @@ from .protocol import (
     false_convergence_rate,
     train_to_convergence,
 )
-from .schedules import SCHEDULES, learning_rate
+from .schedules import learning_rate
 
 __all__ = [
     "Member",
@@ -40,7 +39,6 @@ __all__ = [
     "train_to_convergence",
     "converged_at",
     "decide",
-    "FLAT_DOUBLINGS",
     "false_convergence_rate",
     "check_steps",
     "TrainResult",
@@ -49,6 +47,18 @@ __all__ = [
     "evaluate_in_context",
     "predict_in_context",
     "prompts_to_torch",
-    "SCHEDULES",
     "learning_rate",
 ]
+
+
+def _public_here(obj) -> None:
+    """Give ``obj`` (and every function it wraps) the public home ``icl_book.train``, as
+    :mod:`icl_book.simulate` does: the API page and error reports name ``icl_book.train.X``
+    whichever module defines it."""
+    while callable(obj):
+        obj.__module__ = __name__
+        obj = getattr(obj, "__wrapped__", None)
+
+
+for _name in __all__:
+    _public_here(globals()[_name])

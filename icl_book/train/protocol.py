@@ -58,7 +58,6 @@ from .batched import BatchedTrainer
 
 __all__ = [
     "ConvergenceRecord",
-    "FLAT_DOUBLINGS",
     "converged_at",
     "decide",
     "check_steps",
@@ -141,8 +140,10 @@ class ConvergenceRecord:
 
     @property
     def trend(self) -> str:
-        """The last doubling: ``"falling"`` (by more than one paired SE), ``"rising"`` (by more than
-        one: reported as such, never as still falling), ``"flat"``, or ``"unknown"``."""
+        """How the last doubling changed the error, in words.
+
+        ``"falling"`` (by more than one paired SE), ``"rising"`` (by more than one, reported as such,
+        never as still falling), ``"flat"``, or ``"unknown"``."""
         z = self.changes[-1] if self.changes else math.nan
         if not math.isfinite(z) and not math.isinf(z):
             return "unknown"

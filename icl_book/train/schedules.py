@@ -10,7 +10,7 @@ import math
 
 from .._declare import Integer, Interval, Options, OrNone, declare
 
-__all__ = ["SCHEDULES", "learning_rate"]
+__all__ = ["learning_rate"]
 
 #: The schedules :func:`learning_rate` knows.
 SCHEDULES = ("constant", "cosine", "rsqrt")
@@ -18,7 +18,7 @@ SCHEDULES = ("constant", "cosine", "rsqrt")
 
 @declare(
     step=Integer(0, None),
-    lr=Interval(0.0, 1e300, "neither"),  # any positive rate: a test diverges on purpose at 1e200
+    lr=Interval(0.0, math.inf, "neither"),  # any finite positive rate (a test diverges at 1e300)
     schedule=Options(SCHEDULES),
     warmup=Integer(0, None),
     decay_start=Integer(0, None),
