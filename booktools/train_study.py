@@ -53,11 +53,8 @@ def export(study: str, folder: Path, out: Path, names=None) -> None:
         trainer = study_trainer(cohort)
         trainer.load_state_dict(saved["trainer"])
         records = {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
-        for (
-            rec
-        ) in records.values():  # by today's rule, whatever rule the checkpoint was saved under
-            rec.min_steps = cohort.min_steps
-            decide(rec, max_steps=cohort.max_steps)
+        for rec in records.values():
+            _redecide(rec, cohort)
         arrays.update(study_arrays(cohort, trainer, records))
         n_conv = sum(r.converged for r in records.values())
         n_fin = sum(r.finished for r in records.values())
@@ -72,8 +69,17 @@ def export(study: str, folder: Path, out: Path, names=None) -> None:
     print(f"wrote {out}")
 
 
+def _redecide(rec: ConvergenceRecord, cohort) -> ConvergenceRecord:
+    """Decide ``rec`` by today's rule, whatever rule its checkpoint was saved under."""
+    rec.min_steps = cohort.min_steps
+    return decide(rec, max_steps=cohort.max_steps)
+
+
 def status(study: str, folder: Path) -> None:
-    """Print every run's steps, validation error and state from the checkpoints (no training)."""
+    """Print every run's steps, validation error and state from the checkpoints (no training).
+
+    Each run is decided by today's rule, as a resume or an export would decide it.
+    """
     for cohort in cohorts(study):
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
@@ -83,7 +89,7 @@ def status(study: str, folder: Path) -> None:
         cpu_h = float(np.sum(saved["trainer"]["cpu_seconds"])) / 3600
         print(f"{cohort.name}: {cpu_h:.2f} CPU-hours")
         for name, r in saved["records"].items():
-            rec = ConvergenceRecord(**r)
+            rec = _redecide(ConvergenceRecord(**r), cohort)
             if rec.converged:
                 state = "converged"
             elif rec.diverged_at:

@@ -39,9 +39,10 @@ def test_the_kernel_runs_this_modules_source(tmp_path):
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     sent, user_ns = [], {"answer": lambda x: 2 * x, "value": np.float64(0.5)}
 
-    def run(code, timeout):  # the kernel: runs the cell in the notebook's namespace
+    def run(code, timeout, taken=None):  # the kernel: runs the cell in the notebook's namespace
         sent.append(code)
         exec(code, user_ns)
+        assert taken(), "the kernel's cell did not mark the request taken"
 
     session.run = run
     try:
@@ -157,9 +158,9 @@ def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     user_ns = {"value": 1.5}
 
-    def run(code, timeout):  # the kernel answers, then a forged value replaces its answer
+    def run(code, timeout, taken=None):  # the kernel answers, then a forged value replaces its answer
         exec(code, user_ns)
-        for reply in tmp_path.iterdir():
+        for reply in tmp_path.glob("reply-*.json"):
             data = json.loads(reply.read_text())
             if "token" in data and "value" in data:
                 reply.write_text(json.dumps({**data, "value": {"t": "zz"}}))
@@ -168,7 +169,7 @@ def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
     try:
         with pytest.raises(grader.RemoteError, match="unreadable answer"):
             session.request({"op": "eval", "expr": "value"}, 5)
-        session.run = lambda code, timeout: exec(code, user_ns)
+        session.run = lambda code, timeout, taken=None: exec(code, user_ns)
         assert session.request({"op": "eval", "expr": "value"}, 5) == 1.5  # the next one works
     finally:
         session.close()

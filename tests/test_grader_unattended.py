@@ -400,7 +400,7 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
     session = G._Session(Box(), 0.0)
     real_loads = json.loads
 
-    def forge(code, timeout):  # the kernel's side: a huge, well-formed reply
+    def forge(code, timeout, taken=None):  # the kernel's side: a huge, well-formed reply
         (req,) = session.channel.glob("req-*.json")
         reply = real_loads(req.read_text())["reply"]
         with open(reply, "w") as fh:
@@ -438,6 +438,33 @@ def test_csv_cells_that_start_a_formula_are_neutralised(tmp_path):
     buf = io.StringIO()
     write_rows(csv.writer(buf), rows[:1])
     assert "'=HYPERLINK" in buf.getvalue()
+
+
+def test_nbgrader_grades_csv_is_defused_by_the_command_the_instructors_page_gives(tmp_path, capsys):
+    """nbgrader's export writes student ids as they are; ``defuse`` guards each formula-like cell
+    as our own report does, and leaves the rest of the file as it was."""
+    grades = tmp_path / "grades.csv"
+    rows = [
+        ["student_id", "score"],
+        ['=HYPERLINK("http://x","y")', "3"],
+        ["ada", "-1"],
+        ["bob", "2"],
+    ]
+    with grades.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    assert main(["defuse", str(grades)]) == 0
+    safe = tmp_path / "grades-safe.csv"
+    assert f"wrote {safe}" in capsys.readouterr().out
+    with safe.open(newline="") as fh:
+        got = list(csv.reader(fh))
+    assert got == [
+        ["student_id", "score"],
+        ['\'=HYPERLINK("http://x","y")', "3"],
+        ["ada", "'-1"],
+        ["bob", "2"],
+    ]
+    assert main(["defuse", str(tmp_path / "grades.txt")]) == 2
+    assert "path must be a .csv file" in capsys.readouterr().err
 
 
 def test_students_are_named_from_their_path():

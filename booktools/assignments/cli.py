@@ -27,7 +27,7 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m booktools.assignments {build,grade,table} ...``; returns the exit status."""
+    """Command line: ``python -m booktools.assignments {build,grade,gradebook,defuse,table} ...``; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m booktools.assignments",
         description="Student/instructor notebooks from the chapters, and an autograder.",
@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     gb.add_argument(
         "--db", default=None, help="gradebook URL (default: sqlite:///COURSE/gradebook.db)"
     )
+    d = sub.add_parser(
+        "defuse",
+        help="copy a CSV (nbgrader's grades.csv) to <name>-safe.csv with formula-like cells "
+        "shown as text in a spreadsheet",
+    )
+    d.add_argument("csv", type=Path)
     t = sub.add_parser(
         "table", parents=[with_root], help="print the instructors page's chapter table"
     )
@@ -109,6 +115,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for path in written:
             print(f"wrote {path}")
+        return 0
+    if args.command == "defuse":
+        from booktools.grading.report import defuse_csv
+
+        try:
+            print(f"wrote {defuse_csv(args.csv)}")
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.command == "grade":
         if args.timeout <= 0 or args.notebook_timeout <= 0:

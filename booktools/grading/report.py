@@ -9,7 +9,7 @@ import csv
 import os
 from pathlib import Path
 
-__all__ = ["write_report", "write_rows", "read_report"]
+__all__ = ["write_report", "write_rows", "read_report", "defuse_csv"]
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -42,6 +42,21 @@ def write_rows(writer, results, header: bool = True) -> None:
         writer.writerow(
             [_csv_safe(c) for c in (r.student, r.exercise, score, _exact(r.max_score), r.message)]
         )
+
+
+def defuse_csv(path: str | os.PathLike) -> Path:
+    """Write ``path`` again as ``<stem>-safe.csv`` with every cell that a spreadsheet would read as
+    a formula guarded as :func:`write_report` guards its own (for nbgrader's ``grades.csv``, which
+    writes student ids as they are); returns the new file."""
+    path = Path(path)
+    if path.suffix != ".csv":
+        raise ValueError(f"path must be a .csv file, got {path}")
+    out = path.with_name(f"{path.stem}-safe.csv")
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([[_csv_safe(c) for c in row] for row in rows])
+    return out
 
 
 def _exact(x) -> str:

@@ -185,15 +185,16 @@ def converged_at(val_mse, change_se, eval_steps=None, *, min_steps: int = 0) -> 
     finite_values("change_se (apart from its nan entries)", change_se[~np.isnan(change_se)])
     if len(change_se) != len(val_mse):
         raise ValueError(
-            f"change_se must have one entry per checkpoint ({len(val_mse)}), got {len(change_se)}"
+            "val_mse and change_se must have one entry per checkpoint each, got "
+            f"{len(val_mse)} and {len(change_se)}"
         )
     min_steps = nonnegative_int("min_steps", min_steps)
     if eval_steps is not None:
         eval_steps = as_array("eval_steps", eval_steps, 1)
         if len(eval_steps) != len(val_mse):
             raise ValueError(
-                f"eval_steps must have one entry per checkpoint ({len(val_mse)}), "
-                f"got {len(eval_steps)}"
+                "val_mse and eval_steps must have one entry per checkpoint each, got "
+                f"{len(val_mse)} and {len(eval_steps)}"
             )
     elif min_steps:
         raise ValueError("min_steps needs eval_steps (the checkpoints' steps)")
