@@ -144,7 +144,11 @@ def recurrence_coefficient(kind: str, k: int) -> float:
     """
     if kind not in ORTHONORMAL_KINDS:
         raise ValueError(f"kind must be one of {tuple(ORTHONORMAL_KINDS)}, got {kind!r}")
-    k = nonnegative_int("k", k)
+    return _coefficient(kind, nonnegative_int("k", k))
+
+
+def _coefficient(kind: str, k: int) -> float:
+    """:func:`recurrence_coefficient` without validation (the recurrences' inner loops call it)."""
     if k == 0:
         return 0.0
     return sqrt(k) if kind == "hermite" else k / sqrt(4 * k * k - 1)
@@ -183,12 +187,17 @@ def orthonormal_table(kind: str, max_degree: int, z, start=None) -> np.ndarray:
             raise ValueError(
                 f"start must broadcast to z's shape {z.shape}, got {start.shape}"
             ) from None
+    return _table(kind, max_degree, z, start)
+
+
+def _table(kind: str, max_degree: int, z: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """:func:`orthonormal_table` without validation: the recurrence itself."""
     out = np.empty((max_degree + 1, *z.shape))
     out[0] = start
     if max_degree >= 1:
-        out[1] = z * start / recurrence_coefficient(kind, 1)  # a_0 = 0
+        out[1] = z * start / _coefficient(kind, 1)  # a_0 = 0
     for m in range(1, max_degree):
-        a_m, a_next = recurrence_coefficient(kind, m), recurrence_coefficient(kind, m + 1)
+        a_m, a_next = _coefficient(kind, m), _coefficient(kind, m + 1)
         out[m + 1] = (z * out[m] - a_m * out[m - 1]) / a_next
     return out
 
@@ -198,9 +207,9 @@ def _orthonormal_last(kind: str, degree: int, z: np.ndarray) -> np.ndarray:
     not ``O(K z.size)``; the same operations, so the same bits as the table's last row)."""
     prev, cur = None, np.ones_like(z)
     if degree >= 1:
-        prev, cur = cur, z * cur / recurrence_coefficient(kind, 1)
+        prev, cur = cur, z * cur / _coefficient(kind, 1)
     for m in range(1, degree):
-        a_m, a_next = recurrence_coefficient(kind, m), recurrence_coefficient(kind, m + 1)
+        a_m, a_next = _coefficient(kind, m), _coefficient(kind, m + 1)
         prev, cur = cur, (z * cur - a_m * prev) / a_next
     return cur
 
@@ -282,7 +291,20 @@ class FeatureBlock:
             raise ValueError(f"x must have shape (..., d) with d = {self.dim}, got {x.shape}")
         if not self.index_tuples:
             return np.zeros((*x.shape[:-1], 0))
-        return np.stack([_feature_values(x, t, self.kind) for t in self.index_tuples], axis=-1)
+        if self.kind not in ORTHONORMAL_KINDS:
+            return np.stack([_feature_values(x, t, self.kind) for t in self.index_tuples], axis=-1)
+        # one recurrence over every coordinate at once, then each feature a product of its rows:
+        # the operations of _feature_values entry by entry (the same bits), without recomputing
+        # p_c(x_j) for every feature that holds it
+        counts = [np.bincount(np.asarray(t, dtype=int)) for t in self.index_tuples]
+        table = _table(self.kind, max(int(c.max()) for c in counts), x, np.ones_like(x))
+        columns = []
+        for c in counts:
+            out = np.ones(x.shape[:-1])
+            for j in np.flatnonzero(c):
+                out = out * table[c[j], ..., j]
+            columns.append(out)
+        return np.stack(columns, axis=-1)
 
     @property
     def degrees(self) -> tuple[int, ...]:

@@ -104,3 +104,20 @@ def test_bad_input():
         F.FeatureBlock(2, ((0,),))(np.zeros((4, 3)))
     with pytest.raises(TypeError, match="feature_blocks"):
         F.feature_kernel([1, 2])
+
+
+@pytest.mark.parametrize("kind", ["hermite", "legendre"])
+def test_a_block_gives_the_bits_of_each_feature_computed_alone(kind):
+    """A block evaluates one recurrence table for all its features; each column must carry exactly
+    the bits of its feature computed alone, product by product (the prompts a training run draws,
+    and so a resumed checkpoint, depend on them)."""
+    rng = np.random.default_rng(3)
+    d, p = 4, 3
+    x = rng.uniform(-1, 1, (5, 9, d)) if kind == "legendre" else rng.standard_normal((5, 9, d))
+    block = F.FeatureBlock(d, tuple(F.feature_index_tuples(d, p)), kind)
+    for column, t in zip(np.moveaxis(block(x), -1, 0), block.index_tuples, strict=True):
+        alone = np.ones(x.shape[:-1])
+        for j, c in enumerate(np.bincount(np.asarray(t))):
+            if c:
+                alone = alone * F._orthonormal_last(kind, int(c), x[..., j])
+        assert np.array_equal(column, alone), t
