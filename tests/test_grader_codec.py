@@ -158,7 +158,9 @@ def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     user_ns = {"value": 1.5}
 
-    def run(code, timeout, taken=None):  # the kernel answers, then a forged value replaces its answer
+    def run(
+        code, timeout, taken=None
+    ):  # the kernel answers, then a forged value replaces its answer
         exec(code, user_ns)
         for reply in tmp_path.glob("reply-*.json"):
             data = json.loads(reply.read_text())
