@@ -28,6 +28,7 @@ __all__ = [
     "cells_signature",
     "read_timings",
     "figure_index_markdown",
+    "caption_cell",
 ]
 
 
@@ -268,8 +269,8 @@ def figure_index_markdown(root: Path | None = None) -> str:
             calls = sorted(set(re.findall(r"\b([a-z_]+\.[a-z_][a-z0-9_]*)\(", cell.source)))
             calls = [c for c in calls if c.split(".")[0] in _package_aliases(nb)]
             seconds = timings.get(md.stem, {}).get("cells_s", {}).get(str(i))
-            caption = " ".join(str(fig.get("caption", "")).split()).replace("|", "\\|")
-            figures.append((fig.get("name", f"cell {i}"), caption, calls, seconds))
+            name = fig.get("name", f"cell {i}")
+            figures.append((name, caption_cell(str(fig.get("caption", "")), name), calls, seconds))
         if not figures:
             continue
         total = timings.get(md.stem, {}).get("total_s")
@@ -293,6 +294,26 @@ def figure_index_markdown(root: Path | None = None) -> str:
             lines.append(f"| {{numref}}`{name}` | {caption} | {call_text} | {time_text} |")
         lines.append("")
     return "\n".join(lines)
+
+
+_INLINE_MATH = re.compile(r"(\$[^$]+\$)")
+
+
+def caption_cell(caption: str, name: str) -> str:
+    """``caption`` as the cell of a Markdown table: on one line, ``|`` escaped in its text and its inline
+    math ``$…$`` kept as it is (MyST typesets it in the cell).
+
+    The table splits cells at every unescaped ``|``, math included, and an escaped ``\\|`` in math is TeX's
+    ``‖``: a ``|`` inside math raises ``ValueError`` naming the figure ``name``.
+    """
+    parts = _INLINE_MATH.split(" ".join(caption.split()))
+    for math in parts[1::2]:
+        if "|" in math:
+            raise ValueError(
+                f"caption of {name}: a | in {math} would split the figure index's table cell; "
+                "write \\lvert z\\rvert or \\lVert A\\rVert"
+            )
+    return "".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
 
 
 def _package_aliases(nb) -> set[str]:
@@ -346,7 +367,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "figure-index":
         page = root / "chapters" / "figures.md"
-        page.write_text(figure_index_markdown(root))
+        try:
+            text = figure_index_markdown(root)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        page.write_text(text)
         print(f"wrote {page}")
         return 0
     if args.command == "time-nbval":
