@@ -34,7 +34,9 @@ def caption_problems(caption: str) -> list[str]:
     """What in ``caption`` is mathematics written as plain text, or math the figure index cannot hold."""
     if caption.count("$") % 2:
         return ["an unclosed $"]
-    problems = [f"plain-text math {m.group(0)!r}" for m in PLAIN_MATH.finditer(MATH.sub(" ", caption))]
+    problems = [
+        f"plain-text math {m.group(0)!r}" for m in PLAIN_MATH.finditer(MATH.sub(" ", caption))
+    ]
     for tex in MATH.findall(caption):
         if "|" in tex:  # in a Markdown table an escaped \| is TeX's ‖: write \lvert, \rVert
             problems.append(f"a | in ${tex}$ (write \\lvert … \\rvert or \\lVert … \\rVert)")
@@ -78,6 +80,18 @@ def test_every_caption_writes_its_mathematics_as_math():
 )
 def test_the_caption_check_finds_plain_math(caption):
     assert caption_problems(caption) != []
+
+
+def test_alt_texts_stay_plain_words():
+    """A screen reader reads the alt text aloud: TeX there would be read out character by character."""
+    alts = {}
+    for md in chapter_sources(ROOT):
+        for cell in nbformat.read(md.with_suffix(".ipynb"), as_version=4).cells:
+            mystnb = cell.metadata.get("mystnb", {})
+            if "figure" in mystnb:
+                alts[mystnb["figure"]["name"]] = mystnb.get("image", {}).get("alt", "")
+    assert [name for name, alt in alts.items() if not alt] == [], "figures without alt text"
+    assert [name for name, alt in alts.items() if "$" in alt or "\\" in alt] == []
 
 
 def test_the_caption_check_passes_math_and_prose():
