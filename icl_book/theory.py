@@ -889,9 +889,7 @@ def _second_moment(cov, n: int, s2: float) -> np.ndarray:
     return (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
 
 
-@declare(
-    preconditioner=_GD_GAMMA, input_cov=_GD_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR
-)
+@declare(preconditioner=_GD_GAMMA, input_cov=_GD_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
 
