@@ -52,6 +52,10 @@ TIMEOUT_S = 5.0
 #: findings, and 5 s each would dominate the suite's time.
 KNOWN_HANG_TIMEOUT_S = 1.0
 
+# torch imports torch._dynamo at the first optimizer it builds (2-3 s on a loaded machine): paid
+# here, not inside the timer of the first probe that reaches train_in_context's Adam.
+torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
 
 class _Hang(Exception):
     pass
