@@ -660,6 +660,8 @@ def train_study(
     study (CPU-hours: the chapters say how many) can be trained across several sittings. ``names``
     restricts training to some cohorts; ``max_steps`` overrides the bound (a larger bound continues
     the runs that stopped unconverged). The runs are returned as :func:`load_study` returns them.
+    A bound whose loss history (36 bytes per step and run of the largest cohort) exceeds the memory
+    budget is refused before any cohort starts (:mod:`icl_book.limits`).
 
     ``device`` is where every cohort trains (``"cuda"`` on a GPU); ``chunk_size`` how many of a
     cohort's members one vectorised call runs (default: all). ``executor`` runs the cohorts in

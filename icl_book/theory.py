@@ -49,6 +49,8 @@ __all__ = [
     "MIN_RIDGE",
     "MAX_RIDGE",
     "MAX_NOISE_VAR",
+    "MAX_GD_ENTRY",
+    "MAX_COV_ENTRY",
     "wishart_stieltjes",
     "icl_error",
     "idg_error",

@@ -326,7 +326,9 @@ def train_in_context(
         ``sample_prompts(rng, batch_size) -> Prompts``: draws one training batch of NumPy prompts from the
         generator it is given (and no other source of randomness).
     steps
-        Number of Adam updates (``>= 1``).
+        Number of Adam updates (``>= 1``). A run whose declared cost (at least ``steps × (10⁵ +
+        10³ batch_size)`` operations of about 1 ns) exceeds the budget is refused before its first
+        step; ``with icl_book.limits.budget(operations=...)`` raises it.
     lr
         Peak learning rate (``> 0``).
     seed
