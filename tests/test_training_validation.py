@@ -460,6 +460,28 @@ def test_member_name_and_model_are_checked():
             train.Member("m", bad, _sampler, 0, 0.01)
 
 
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("sample_prompts", 3.0),
+        ("seed", -1),
+        ("seed", 2.0),
+        ("lr", 0.0),
+        ("lr", float("nan")),
+        ("warmup", -1),
+        ("batch_size", 0),
+        ("batch_size", True),
+        ("decay_start", 1.5),
+    ],
+)
+def test_member_validates_every_field(field, bad):
+    """Every field, so Member is honestly undeclared (a frozen dataclass that checks its fields);
+    the trainer checked these only when it was built, naming the member."""
+    member = train.Member("m", lsa.LinearSelfAttention(2, generator=_gen()), _sampler, 0, 0.01)
+    with pytest.raises((TypeError, ValueError), match=field):
+        dataclasses.replace(member, **{field: bad})
+
+
 @pytest.mark.parametrize("returned", [None, np.full(3, np.nan)])
 def test_a_sampler_returning_no_prompts_is_named(returned):
     model = lsa.LinearSelfAttention(2, generator=_gen())
