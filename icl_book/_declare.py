@@ -193,12 +193,13 @@ class Flag(Constraint):
 
 @dataclass(frozen=True)
 class Options(Constraint):
-    """One of a fixed set of values (strings, typically)."""
+    """One of a set of values (strings, typically). ``values`` is read at every call, so a registry
+    (a dict whose keys are the names, such as :data:`icl_book.studies.STUDIES`) can be given as it is."""
 
     values: tuple
 
     def describe(self):
-        return f"one of {self.values}"
+        return f"one of {tuple(self.values)}"
 
     def check(self, name, value):
         if isinstance(value, (bool, np.bool_)) or not any(
@@ -210,7 +211,7 @@ class Options(Constraint):
         return [None, True, "not an option", 3.0]
 
     def valid(self):
-        return self.values[0]
+        return next(iter(self.values))
 
 
 @dataclass(frozen=True)
@@ -374,9 +375,10 @@ class Instance(Constraint):
 
     types: tuple
     example: object = None  # a valid value for the probe suite (None: the suite supplies one)
+    what: str = ""  # the kind in the package's words ("a torch.nn.Module"), when the name is not
 
     def describe(self):
-        return "an instance of " + " or ".join(t.__name__ for t in self.types)
+        return self.what or "an instance of " + " or ".join(t.__name__ for t in self.types)
 
     def valid(self):
         return self.example
@@ -386,7 +388,7 @@ class Instance(Constraint):
             raise ArgumentTypeError(f"{name} must be {self.describe()}, got {_describe(value)}")
 
     def invalid(self):
-        return [None, "1", 3.0]
+        return [v for v in (None, "1", 3.0) if not isinstance(v, self.types)]
 
 
 @dataclass(frozen=True)

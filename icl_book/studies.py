@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._declare import Callable as CallableArg
+from ._declare import Cost, Free, Instance, Integer, Options, OrNone, Text, declare
 from ._validate import (
     ArgumentTypeError,
     choice,
@@ -57,6 +59,7 @@ from .tasks import (
     sample_quadratic_prompts,
 )
 from .train import BatchedTrainer, ConvergenceRecord, Member, check_steps, train_to_convergence
+from .train.loop import DEVICE
 
 __all__ = [
     "RunSpec",
@@ -88,13 +91,6 @@ DEPTH_DIM, DEPTH_NOISE_VAR, DEPTH_CONTEXT, DEPTH_WIDTH = 3, 0.01, 50, 9
 DEPTH_DEGREES = {"quadratic": 2, "cubic": 3}
 _MODELS = ("block", "lsa", "lbcd", "deep")
 _TASKS = ("quadratic", "cubic", "mixed")
-
-
-def _of_type(name: str, value, kind: type):
-    """``value`` if it is a ``kind`` (a :class:`RunSpec`, a :class:`Cohort`, ...); a named error otherwise."""
-    if not isinstance(value, kind):
-        raise ArgumentTypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -346,18 +342,52 @@ def _depth_cohorts() -> list[Cohort]:
 #: Every study, by name — its cohorts.
 STUDIES = {"glu": _glu_cohorts(), "depth": _depth_cohorts()}
 
+# The declared constraints (:mod:`icl_book._declare`) of the functions below.
+_STUDY = Options(STUDIES)  # read at every call: a study added to STUDIES is one
+_RUN = Instance((RunSpec,), what="a RunSpec")
+_COHORT = Instance((Cohort,), what="a Cohort")
+_PATH = Instance((str, PathLike), what="a str or os.PathLike")
+_CHUNK = OrNone(Integer(1, None))
+_LOG = OrNone(CallableArg(what="a callable taking one line of text (e.g. print)"))
+#: Bytes each training step of each run keeps until its cohort ends: its loss, a Python float in
+#: a list (8 bytes of pointer, 24 of float, and the list's growth of about 1/8).
+_STEP_BYTES = 36
 
+
+def _history_bytes(cohort: Cohort, max_steps: int | None) -> float:
+    return float(_STEP_BYTES * len(cohort.runs) * (max_steps or cohort.max_steps))
+
+
+def _cohort_cost(a) -> tuple[float, float]:
+    """:func:`train_cohort`: the loss history of its runs (``_STEP_BYTES`` per step and run). Its
+    time is the study's, hours by design and stated by the chapters, checkpointed every few minutes
+    and resumed, so it is not held to one call's budget; the budget's operations bound a
+    trainer's single step (:class:`~icl_book.train.BatchedTrainer`)."""
+    return 0.0, _history_bytes(a["cohort"], None)
+
+
+def _study_cost(a) -> tuple[float, float]:
+    """:func:`train_study`: the loss history of its largest cohort (one cohort trains at a time in a
+    process), over the cohorts of ``names`` when it is a list of names; see :func:`_cohort_cost`."""
+    names = a["names"]
+    chosen = [
+        c
+        for c in STUDIES[a["study"]]
+        if not isinstance(names, (list, tuple, set)) or c.name in names
+    ]
+    return 0.0, max((_history_bytes(c, a["max_steps"]) for c in chosen), default=0.0)
+
+
+@declare(study=_STUDY)
 def cohorts(study: str) -> list[Cohort]:
     """The cohorts of ``study`` (a key of :data:`STUDIES`)."""
-    if study not in STUDIES:
-        raise ValueError(f"study must be one of {tuple(STUDIES)}, got {study!r}")
     return STUDIES[study]
 
 
+@declare(run=_RUN, context_len=OrNone(Integer(0, None)))
 def make_sampler(run: RunSpec, context_len: int | None = None):
     """``sample_prompts(rng, batch_size)`` of ``run``'s task (at ``context_len`` if given)."""
-    _of_type("run", run, RunSpec)
-    n = run.context_len if context_len is None else nonnegative_int("context_len", context_len)
+    n = run.context_len if context_len is None else int(context_len)
     if run.task == "mixed":
         return lambda rng, b: sample_mixed_prompts(b, n, GLU_DIM, rng=rng, noise_var=GLU_NOISE_VAR)
     if run.model in ("block", "lsa"):
@@ -375,9 +405,9 @@ def make_sampler(run: RunSpec, context_len: int | None = None):
     )
 
 
+@declare(run=_RUN)
 def build_model(run: RunSpec) -> torch.nn.Module:
     """The untrained model of ``run``."""
-    _of_type("run", run, RunSpec)
     if run.model == "lsa":
         gen = torch.Generator().manual_seed(run.seed)
         return LinearSelfAttention(GLU_DIM, init_scale=0.1, generator=gen)
@@ -422,6 +452,7 @@ def _load_construction(block: TransformerBlock) -> None:
     block.w_pv[idx[:, None], idx] = torch.from_numpy(w.w_pv)
 
 
+@declare(cohort=_COHORT, run=_RUN)
 def validation_prompts(cohort: Cohort, run: RunSpec) -> dict[int, Prompts]:
     """The fixed validation set of ``run``'s task, ``{N: Prompts}`` (shared by the runs of one task and N).
 
@@ -429,8 +460,6 @@ def validation_prompts(cohort: Cohort, run: RunSpec) -> dict[int, Prompts]:
     run trained on the mix, ``cohort.val_size`` prompts each: its validation error is the mean over
     the lengths, and the record keeps each length's error.
     """
-    _of_type("cohort", cohort, Cohort)
-    _of_type("run", run, RunSpec)
     if run.context_len == 0:
         return {n: _validation_set(cohort, run, n) for n in GLU_MIX}
     return {run.context_len: _validation_set(cohort, run, run.context_len)}
@@ -443,9 +472,9 @@ def _validation_set(cohort: Cohort, run: RunSpec, n: int) -> Prompts:
     return make_sampler(run, n)(np.random.default_rng(seed), cohort.val_size)
 
 
+@declare(cohort=_COHORT)
 def members(cohort: Cohort) -> list[Member]:
     """The :class:`~icl_book.train.Member` of every run of ``cohort``."""
-    _of_type("cohort", cohort, Cohort)
     return [
         Member(
             r.name,
@@ -487,17 +516,19 @@ class StudyRun:
         return int(self.record.eval_steps[-1]) if self.record.eval_steps else 0
 
 
+@declare(study=_STUDY)
 def study_path(study: str) -> Path:
     """The shipped file of ``study``."""
-    cohorts(study)
     return DATA_DIR / f"study_{study}.npz"
 
 
+@declare(
+    cohort=_COHORT,
+    trainer=Instance((BatchedTrainer,), what="a BatchedTrainer"),
+    records=Instance((dict,), what="a dict {run name: ConvergenceRecord}"),
+)
 def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
     """The arrays a trained cohort contributes to its study's file."""
-    _of_type("cohort", cohort, Cohort)
-    _of_type("trainer", trainer, BatchedTrainer)
-    _of_type("records", records, dict)
     out = {}
     for i, run in enumerate(cohort.runs):
         key = run.name
@@ -514,6 +545,12 @@ def study_arrays(cohort: Cohort, trainer, records) -> dict[str, np.ndarray]:
     return out
 
 
+@declare(
+    cohort=_COHORT,
+    device=DEVICE,
+    chunk_size=_CHUNK,
+    dtype=Free("None (the cohort's) or a floating torch.dtype, checked by BatchedTrainer"),
+)
 def study_trainer(
     cohort: Cohort,
     *,
@@ -526,7 +563,6 @@ def study_trainer(
     ``chunk_size`` members run through one vectorised call (default: all of them, one fused step);
     ``dtype`` overrides the cohort's (its early float64 phase).
     """
-    _of_type("cohort", cohort, Cohort)
     return BatchedTrainer(
         members(cohort),
         batch_size=cohort.batch_size,
@@ -538,6 +574,17 @@ def study_trainer(
     )
 
 
+@declare(
+    # the study's name names the checkpoint file; the cohort is given (a worker process knows only
+    # the studies of icl_book.studies, not one its caller added)
+    study=Text(),
+    cohort=_COHORT,
+    checkpoints=_PATH,
+    device=DEVICE,
+    chunk_size=_CHUNK,
+    log=_LOG,
+    cost=Cost(_cohort_cost, "36 bytes × len(cohort.runs) × cohort.max_steps (the loss history)"),
+)
 def train_cohort(
     study: str,
     cohort: Cohort,
@@ -553,7 +600,6 @@ def train_cohort(
     thread: the models are small, and a cohort gives the same checkpoint wherever it runs (a worker
     process, a dask worker) as in the calling process.
     """
-    _of_type("cohort", cohort, Cohort)
     torch.set_num_threads(1)
     val = {r.name: validation_prompts(cohort, r) for r in cohort.runs}
     path = str(Path(checkpoints) / f"{study}_{cohort.name}.pt")
@@ -578,6 +624,24 @@ def train_cohort(
     return study_arrays(cohort, trainer, records)
 
 
+@declare(
+    study=_STUDY,
+    checkpoints=_PATH,
+    names=Free("None or names of the study's cohorts: checked against the study in the body"),
+    max_steps=OrNone(Integer(1, None)),
+    device=Free("a torch.device or its name, checked in the body (it is sent to the workers)"),
+    executor=Free(
+        "None, 'processes' or an object with a submit method (a concurrent.futures.Executor, a "
+        "dask Client): checked in the body"
+    ),
+    chunk_size=_CHUNK,
+    log=_LOG,
+    cost=Cost(
+        _study_cost,
+        "36 bytes × runs × steps of the largest cohort, steps = max_steps or the cohort's own "
+        "bound (the loss history)",
+    ),
+)
 def train_study(
     study: str,
     *,
@@ -596,6 +660,8 @@ def train_study(
     study (CPU-hours: the chapters say how many) can be trained across several sittings. ``names``
     restricts training to some cohorts; ``max_steps`` overrides the bound (a larger bound continues
     the runs that stopped unconverged). The runs are returned as :func:`load_study` returns them.
+    A bound whose loss history (36 bytes per step and run of the largest cohort) exceeds the memory
+    budget is refused before any cohort starts (:mod:`icl_book.limits`).
 
     ``device`` is where every cohort trains (``"cuda"`` on a GPU); ``chunk_size`` how many of a
     cohort's members one vectorised call runs (default: all). ``executor`` runs the cohorts in
@@ -609,8 +675,6 @@ def train_study(
     unknown = sorted(set(names or ()) - set(known))
     if unknown:  # a misspelt cohort would otherwise train nothing, quietly
         raise ValueError(f"names must be cohorts of {study} ({', '.join(known)}), got {unknown}")
-    if max_steps is not None:
-        positive_int("max_steps", max_steps)
     if not (
         executor is None or executor == "processes" or callable(getattr(executor, "submit", None))
     ):
@@ -656,10 +720,9 @@ def train_study(
     return _runs(arrays)
 
 
+@declare(study=_STUDY, path=OrNone(_PATH))
 def load_study(study: str, *, path: str | Path | None = None) -> dict[str, StudyRun]:
     """The trained runs of a shipped study, by run name (models in float64, eval mode)."""
-    if path is not None and not isinstance(path, (str, PathLike)):
-        raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = study_path(study) if path is None else Path(path)
     if not path.exists():
         raise ValueError(
@@ -670,6 +733,7 @@ def load_study(study: str, *, path: str | Path | None = None) -> dict[str, Study
     return _runs(arrays)
 
 
+@declare(runs=Instance((dict,), what="a dict {run name: StudyRun} (load_study's)"))
 def select_runs(runs: dict[str, StudyRun], **fields) -> list[StudyRun]:
     """The runs whose :class:`RunSpec` matches every given field, ordered by seed.
 
@@ -677,7 +741,6 @@ def select_runs(runs: dict[str, StudyRun], **fields) -> list[StudyRun]:
     the five seeds of one configuration. A field :class:`RunSpec` does not have, or a selection that
     matches no run, is an error (a typo would otherwise select nothing and plot an empty curve).
     """
-    _of_type("runs", runs, dict)
     names = {f.name for f in fields_of(RunSpec)}
     unknown = sorted(set(fields) - names)
     if unknown:

@@ -49,6 +49,8 @@ __all__ = [
     "MIN_RIDGE",
     "MAX_RIDGE",
     "MAX_NOISE_VAR",
+    "MAX_GD_ENTRY",
+    "MAX_COV_ENTRY",
     "wishart_stieltjes",
     "icl_error",
     "idg_error",
@@ -94,6 +96,19 @@ _GAMMA = Array(ndim=2)
 _ALPHA = Interval(MIN_RATIO, math.inf)
 _COV = Array(ndim=2)
 _CONTEXT = Integer(1, None)
+#: Largest ``|entry|`` of ``Γ`` and ``Λ`` :func:`one_step_gd_risk` accepts. Its risk grows as
+#: ``|Γ|² |Λ|³`` and ``|Γ|² |Λ|² σ²``: a ``(d, d)`` product multiplies the largest entry by at most
+#: ``d``, so with every entry at most ``B = 1e40`` and ``σ² <= MAX_NOISE_VAR`` each term is at most
+#: ``d⁴ B² (3 d B² + σ² B) B <= 1e280`` for every ``d <= 1e5`` (80 GB a matrix), inside float64; at
+#: ``Λ = 1e154 I`` the risk is ``~1e462`` (it returned ``inf``, and ``nan`` at ``1e300``).
+MAX_GD_ENTRY = 1e40
+#: Largest ``|entry|`` of ``Λ`` :func:`optimal_preconditioner` accepts: ``Γ*`` is computed in units of
+#: a power of two near ``max(|Λ|, σ²)`` (exact), so it is the float64 value up to here, where its
+#: entries are still ``>= 1 / (3 d · 1e300)``, normal numbers (beyond, ``tr Λ`` overflowed to NaN).
+MAX_COV_ENTRY = 1e300
+_GD_GAMMA = Array(ndim=2, within=Interval(-MAX_GD_ENTRY, MAX_GD_ENTRY))
+_GD_COV = Array(ndim=2, within=Interval(-MAX_GD_ENTRY, MAX_GD_ENTRY))
+_PRECONDITIONER_COV = Array(ndim=2, within=Interval(-MAX_COV_ENTRY, MAX_COV_ENTRY))
 
 
 def _check_array(name: str, value, *, positive: bool, minimum: float | None = None) -> np.ndarray:
@@ -856,33 +871,42 @@ def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> f
 # --- one-step GD: the exact risks of one preconditioned GD step (chapters 0 and 2) ---
 
 
-def _gd_moments(input_cov, context_len, noise_var):
+def _gd_inputs(input_cov, context_len, noise_var):
+    """``Λ`` (a checked covariance), ``N`` and ``σ²`` of the one-step GD formulas."""
     cov = as_array("input_cov", input_cov, 2)
     if cov.shape[0] != cov.shape[1] or cov.shape[0] < 1:
         raise ValueError(f"input_cov must be a square (d, d) matrix, got shape {cov.shape}")
     cov = covariance("input_cov", cov, cov.shape[0])
-    n = positive_int("context_len", context_len)
-    s2 = nonnegative_float("noise_var", noise_var)
-    # S = E[g gᵀ] for g = (1/N) Σ y_i x_i, with w ~ N(0, I), x ~ N(0, Λ):
-    # (1 + 1/N) Λ² + ((tr Λ + σ²)/N) Λ.
-    second = (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
-    return cov, n, s2, second
+    return cov, int(context_len), float(noise_var)
 
 
-@declare(preconditioner=_COV, input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
+def _unit(*scales: float) -> float:
+    """A power of two near the largest of ``scales`` (1 when all are 0): dividing by it is exact."""
+    return 2.0 ** np.frexp(max(scales))[1]
+
+
+def _second_moment(cov, n: int, s2: float) -> np.ndarray:
+    """``S = E[g gᵀ]`` for ``g = (1/N) Σ y_i x_i`` with ``w ~ N(0, I)``, ``x ~ N(0, Λ)``:
+    ``(1 + 1/N) Λ² + ((tr Λ + σ²)/N) Λ``."""
+    return (1 + 1 / n) * cov @ cov + ((np.trace(cov) + s2) / n) * cov
+
+
+@declare(preconditioner=_GD_GAMMA, input_cov=_GD_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def one_step_gd_risk(preconditioner, input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """Exact risk ``E(y_q − ŷ)²`` of one preconditioned GD step (step folded into ``Γ``).
 
     For ``x ~ N(0, Λ)``, ``w ~ N(0, I)``, noise ``σ²``:
     ``R(Γ) = tr Λ + σ² − 2 tr(Λ Γ Λ) + tr(Γ S Γᵀ Λ)`` with ``S = (1+1/N) Λ² + ((tr Λ+σ²)/N) Λ``.
+    Every entry of ``Γ`` and ``Λ`` is at most :data:`MAX_GD_ENTRY` in size, where the risk is a
+    float64 number.
     """
-    cov, _, s2, second = _gd_moments(input_cov, context_len, noise_var)
+    cov, n, s2 = _gd_inputs(input_cov, context_len, noise_var)
     gamma = square_matrix("preconditioner", preconditioner, cov.shape[0])
     return float(
         np.trace(cov)
         + s2
         - 2 * np.trace(cov @ gamma @ cov)
-        + np.trace(gamma @ second @ gamma.T @ cov)
+        + np.trace(gamma @ _second_moment(cov, n, s2) @ gamma.T @ cov)
     )
 
 
@@ -892,34 +916,55 @@ def best_one_step_eta(input_cov, context_len: int, noise_var: float = 0.0) -> fl
 
     ``input_cov`` must be a non-zero ``(d, d)`` covariance (``Λ = 0`` has no best step: refused).
     """
-    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
+    cov, n, s2 = _gd_inputs(input_cov, context_len, noise_var)
     if not np.any(cov):
         # Λ = 0: every step has the same risk σ², and tr(Λ²)/tr(SΛ) is 0/0.
         raise ValueError("input_cov must be non-zero (with Λ = 0 every step η has the same risk)")
     # In units of c = a power of two near max|Λ| (exact): Λ = c L, S Λ = c³ (...), η* = (1/c) ×
     # tr(L²)/tr(S_L L) with σ²/c in place of σ², so Λ ~ 1e-300 or 1e200 neither under- nor overflows.
-    c = 2.0 ** np.frexp(float(np.max(np.abs(cov))))[1]
+    c = _unit(float(np.max(np.abs(cov))))
     unit = cov / c
-    second = (1 + 1 / n) * unit @ unit + ((np.trace(unit) + s2 / c) / n) * unit
-    return float(np.trace(unit @ unit) / np.trace(second @ unit) / c)
+    return float(np.trace(unit @ unit) / np.trace(_second_moment(unit, n, s2 / c) @ unit) / c)
 
 
-@declare(input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
+@declare(input_cov=_PRECONDITIONER_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def optimal_preconditioner(input_cov, context_len: int, noise_var: float = 0.0) -> np.ndarray:
     """``Γ* = [(1 + 1/N) Λ + ((tr Λ + σ²)/N) I]^{-1}``, the risk-minimising preconditioner; ``(d, d)``.
 
-    It minimises :func:`one_step_gd_risk` over all ``Γ`` (chapter 2).
+    It minimises :func:`one_step_gd_risk` over all ``Γ`` (chapter 2). Every entry of ``Λ`` is at
+    most :data:`MAX_COV_ENTRY` in size; ``tr Λ + σ²`` must not be so small that ``Γ*`` (of size
+    up to ``N / (tr Λ + σ²)``) is beyond float64.
     """
-    cov, n, s2, _ = _gd_moments(input_cov, context_len, noise_var)
-    d = cov.shape[0]
-    return np.linalg.inv((1 + 1 / n) * cov + ((np.trace(cov) + s2) / n) * np.eye(d))
+    cov, n, s2 = _gd_inputs(input_cov, context_len, noise_var)
+    return _optimal_preconditioner(cov, n, s2)
 
 
-@declare(input_cov=_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
+def _optimal_preconditioner(cov, n: int, s2: float) -> np.ndarray:
+    # In units of c = a power of two near max(|Λ|, σ²) (exact, so the same bits wherever nothing
+    # under- or overflows): Γ* = (1/c) [(1 + 1/N) L + ((tr L + σ²/c)/N) I]^{-1} with Λ = c L, so
+    # neither tr Λ nor the matrix overflows for Λ up to MAX_COV_ENTRY.
+    c = _unit(float(np.max(np.abs(cov))), s2)
+    unit = cov / c
+    matrix = (1 + 1 / n) * unit + ((np.trace(unit) + s2 / c) / n) * np.eye(cov.shape[0])
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # checked just below
+        try:
+            gamma = np.linalg.inv(matrix) / c
+        except np.linalg.LinAlgError:  # Λ = 0 and σ² = 0: singular
+            gamma = np.full(cov.shape, np.inf)
+    if not np.all(np.isfinite(gamma)):
+        raise ValueError(
+            "input_cov and noise_var must not both be so small that Γ* = [(1 + 1/N) Λ + "
+            "((tr Λ + σ²)/N) I]^-1 is beyond float64 (its entries reach N / (tr Λ + σ²)), got "
+            f"tr Λ = {np.trace(cov):g} and noise_var = {s2:g} with N = {n}"
+        )
+    return gamma
+
+
+@declare(input_cov=_PRECONDITIONER_COV, context_len=_CONTEXT, noise_var=_NOISE_SCALAR)
 def optimal_preconditioned_risk(input_cov, context_len: int, noise_var: float = 0.0) -> float:
     """``R* = tr Λ + σ² − tr(Λ Γ* Λ)``, the risk of the best one-step preconditioned GD predictor."""
-    cov, _, s2, _ = _gd_moments(input_cov, context_len, noise_var)
-    gamma = optimal_preconditioner(cov, context_len, noise_var)
+    cov, n, s2 = _gd_inputs(input_cov, context_len, noise_var)
+    gamma = _optimal_preconditioner(cov, n, s2)
     return float(np.trace(cov) + s2 - np.trace(cov @ gamma @ cov))
 
 

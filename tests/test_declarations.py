@@ -3,10 +3,9 @@
 
 Every public callable of ``icl_book`` (every name in an ``__all__``; a class through its
 ``__init__``) is *declared* (``__declaration__``: a constraint for each argument, and a cost where
-its work grows with one), or *pending* (:data:`PENDING`: the training modules, declared when the
-training package lands), or *not an argument-taking callable* (:data:`NOT_DECLARED`, each with
-its reason). A new public function in none of them fails
-``test_every_public_callable_is_declared``.
+its work grows with one), or listed in :data:`NOT_DECLARED` with its reason (an exception, a result
+container, an exercise's check, a frozen dataclass that validates its fields). A new public function
+in neither fails ``test_every_public_callable_is_declared``.
 
 For each declared callable, every argument in turn gets each value its constraint refuses, the
 others a value their constraints accept; the call must raise a ``TypeError``/``ValueError`` naming
@@ -36,44 +35,6 @@ from icl_book.limits import CostRefused
 from .test_api_reference import public_names
 
 LIMIT_S = 1.0
-
-_TRAINING = (
-    "the training loop, the batched trainer and the studies validate their arguments in their "
-    "bodies (tests/test_training_validation.py); their declarations are the next step"
-)
-#: Public callables of the training modules not declared yet, and why.
-PENDING: dict[str, str] = {
-    **{
-        f"icl_book.train.{name}": _TRAINING
-        for name in (
-            "BatchedTrainer",
-            "Member",
-            "evaluate_in_context",
-            "predict_in_context",
-            "prompts_to_torch",
-            "train_in_context",
-        )
-    },
-    **{
-        f"icl_book.studies.{name}": _TRAINING
-        for name in (
-            "Cohort",
-            "RunSpec",
-            "build_model",
-            "cohorts",
-            "load_study",
-            "make_sampler",
-            "members",
-            "select_runs",
-            "study_arrays",
-            "study_path",
-            "study_trainer",
-            "train_cohort",
-            "train_study",
-            "validation_prompts",
-        )
-    },
-}
 
 _RESULT = (
     "a result container the package builds and returns (a NamedTuple or dataclass of computed "
@@ -116,6 +77,9 @@ NOT_DECLARED: dict[str, str] = {
     },
     "icl_book.hermite.Link": _FIELDS,
     "icl_book.features.FeatureBlock": _FIELDS,
+    "icl_book.studies.RunSpec": _FIELDS,
+    "icl_book.studies.Cohort": _FIELDS,
+    "icl_book.train.Member": _FIELDS,
     **{
         f"icl_book.{name}": _RESULT
         for name in (
@@ -166,7 +130,7 @@ def undeclared(callables=None) -> list[str]:
     return [
         name
         for name, obj in callables.items()
-        if _declaration(obj) is None and name not in PENDING and name not in NOT_DECLARED
+        if _declaration(obj) is None and name not in NOT_DECLARED
     ]
 
 
@@ -177,16 +141,15 @@ def test_every_public_callable_is_declared():
     missing = undeclared()
     assert missing == [], (
         f"{len(missing)} public callables have no declaration (icl_book._declare.declare) and no "
-        f"argued entry in PENDING or NOT_DECLARED: {missing}"
+        f"argued entry in NOT_DECLARED: {missing}"
     )
 
 
 def test_the_lists_are_current():
     """No stale entry: every listed name is a public callable and not declared after all."""
     callables = _public_callables()
-    listed = {**PENDING, **NOT_DECLARED}
-    assert sorted(set(listed) - set(callables)) == []
-    assert sorted(n for n in listed if _declaration(callables[n]) is not None) == []
+    assert sorted(set(NOT_DECLARED) - set(callables)) == []
+    assert sorted(n for n in NOT_DECLARED if _declaration(callables[n]) is not None) == []
 
 
 def test_a_new_public_function_without_a_declaration_fails(monkeypatch):
@@ -217,7 +180,7 @@ def _examples() -> dict[type, object]:
     """A valid instance of each class a declaration asks for (built once)."""
     import matplotlib.figure
 
-    from icl_book import train
+    from icl_book import studies, train
     from icl_book.attention import deep, glu, lsa
     from icl_book.tasks import sample_linear_prompts
 
@@ -226,12 +189,18 @@ def _examples() -> dict[type, object]:
 
     model = lsa.LinearSelfAttention(2, generator=torch.Generator().manual_seed(0))
     member = train.Member("m", model, sampler, 0, 0.01)
+    run = studies.RunSpec("lsa", "quadratic", 5, 0, 0.01)
     return {
         train.ConvergenceRecord: train.ConvergenceRecord("m"),
         train.BatchedTrainer: train.BatchedTrainer([member], batch_size=2),
         glu.GLULSABlockWeights: glu.glu_lsa_block_weights(2, 0.5),
         deep.DeepBCDWeights: deep.deep_bcd_weights(2, 2, 7, 0.5),
         matplotlib.figure.Figure: matplotlib.figure.Figure(),
+        torch.nn.Module: model,
+        studies.RunSpec: run,
+        studies.Cohort: studies.Cohort("probe", (run,), 2, 0, 1.0, first_check=2, max_steps=4),
+        dict: {},
+        str: "/nonexistent/probe",  # a path no probe can write to
     }
 
 
@@ -330,6 +299,10 @@ def test_the_costs_are_declared_where_the_work_grows():
         "icl_book.attention.deep.deep_bcd_weights",
         "icl_book.attention.deep.DeepTransformer",
         "icl_book.attention.deep.LearnedBCD",
+        "icl_book.train.train_in_context",
+        "icl_book.train.BatchedTrainer",
+        "icl_book.studies.train_cohort",
+        "icl_book.studies.train_study",
     } <= costed
 
 

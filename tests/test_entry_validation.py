@@ -300,6 +300,99 @@ def test_extremes_give_numbers_or_a_declared_refusal():
     )
 
 
+# one-step GD at the extremes: Λ and Γ scaled by 1e154 and 1e300 (the probe suite's scalings)
+_C = np.array([[1.0, 0.3], [0.3, 0.5]])
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e300])
+@pytest.mark.parametrize("arg", ["preconditioner", "input_cov"])
+def test_one_step_gd_risk_beyond_float64_is_refused_by_its_declared_range(arg, scale):
+    """The risk grows as |Γ|²|Λ|³: at Λ = 1e154 Λ₀ it is ~1e462 (it returned inf, and nan at
+    1e300; Γ = 1e300 Γ₀ gave inf). Refused by the declared range of each entry, by name."""
+    args = {"preconditioner": 0.3 * np.eye(2), "input_cov": _C, "context_len": 5, "noise_var": 0.1}
+    args[arg] = scale * args[arg]
+    _fast_error(lambda: theory.one_step_gd_risk(**args), rf"{arg} must be >= -1e\+40 and <= 1e\+40")
+
+
+def _exact_gd_risk(gamma, cov, n, s2):
+    """``R(Γ)`` in exact rational arithmetic (the formula of one_step_gd_risk)."""
+    from fractions import Fraction as F
+
+    g = [[F(x) for x in row] for row in gamma]
+    c = [[F(x) for x in row] for row in cov]
+    d = len(c)
+
+    def mul(a, b):
+        return [[sum(a[i][k] * b[k][j] for k in range(d)) for j in range(d)] for i in range(d)]
+
+    def tr(a):
+        return sum(a[i][i] for i in range(d))
+
+    s2, t = F(s2), tr(c)
+    cc = mul(c, c)
+    second = [
+        [(1 + F(1, n)) * cc[i][j] + (t + s2) / n * c[i][j] for j in range(d)] for i in range(d)
+    ]
+    gt = [list(col) for col in zip(*g, strict=True)]
+    terms = [t, s2, -2 * tr(mul(mul(c, g), c)), tr(mul(mul(mul(g, second), gt), c))]
+    return float(sum(terms)), float(sum(abs(x) for x in terms))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    d=st.integers(1, 4),
+    n=st.integers(1, 50),
+    log_cov=st.floats(-40, 40),
+    log_gamma=st.floats(-40, 40),
+    noise=st.sampled_from([0.0, 0.1, 1e100]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_one_step_gd_risk_is_exact_everywhere_in_its_declared_range(
+    d, n, log_cov, log_gamma, noise, seed
+):
+    """Every Γ and Λ with entries up to MAX_GD_ENTRY (1e40), σ² up to 1e100: a finite risk, equal
+    to the exact rational one up to float64 rounding of its terms, without an overflow warning."""
+    import warnings
+
+    rng = np.random.default_rng(seed)
+    a, g = rng.standard_normal((d, d)), rng.standard_normal((d, d))
+    cov = a @ a.T
+    cov = min(10.0**log_cov, theory.MAX_GD_ENTRY) * cov / np.max(np.abs(cov))
+    gamma = min(10.0**log_gamma, theory.MAX_GD_ENTRY) * g / np.max(np.abs(g))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = theory.one_step_gd_risk(gamma, cov, n, noise)
+    exact, size = _exact_gd_risk(gamma, cov, n, noise)
+    assert math.isfinite(got) and got >= 0.0
+    assert abs(got - exact) <= 1e-12 * size
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e300])
+def test_optimal_preconditioner_near_1e300_is_the_scaled_value(scale):
+    """Γ*(sΛ) = Γ*(Λ)/s and R*(sΛ) = s R*(Λ) at σ² = 0. The value was right, but S = E[g gᵀ] (which
+    Γ* does not need) overflowed on the way (a RuntimeWarning, and inf inside)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gamma = theory.optimal_preconditioner(scale * _C, 5)
+        risk = theory.optimal_preconditioned_risk(scale * _C, 5)
+    np.testing.assert_allclose(gamma * scale, theory.optimal_preconditioner(_C, 5), rtol=1e-14)
+    assert risk / scale == pytest.approx(theory.optimal_preconditioned_risk(_C, 5), rel=1e-14)
+
+
+def test_optimal_preconditioner_beyond_float64_is_refused_by_name():
+    # tr Λ overflowed: NaN
+    _fast_error(
+        lambda: theory.optimal_preconditioner(1.5e308 * _C, 5), r"input_cov must be .*<= 1e\+300"
+    )
+    # Γ* ~ N / tr Λ = 1.7e310: inf; and Λ = 0 with σ² = 0: LinAlgError "Singular matrix"
+    for cov in (1e-310 * _C, np.zeros((2, 2))):
+        for func in (theory.optimal_preconditioner, theory.optimal_preconditioned_risk):
+            _fast_error(lambda f=func, c=cov: f(c, 5, 0.0), "input_cov and noise_var")
+    assert np.all(np.isfinite(theory.optimal_preconditioner(1e-310 * _C, 5, 0.1)))
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

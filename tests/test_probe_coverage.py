@@ -38,9 +38,7 @@ EXCLUDED: dict[str, str] = {
     "icl_book.train.decide": "declared; probed by tests/test_declarations.py",
     "icl_book.train.false_convergence_rate": "declared; probed by tests/test_declarations.py",
     "icl_book.train.learning_rate": "declared; probed by tests/test_declarations.py",
-    # one cohort of train_study, whose arguments (study, checkpoints, device, chunk_size, log) are
-    # train_study's, probed there; a valid call trains for hours
-    "icl_book.studies.train_cohort": "train_study's cohort worker; its arguments are probed there",
+    "icl_book.studies.train_cohort": "declared; probed by tests/test_declarations.py",
     # functions without arguments: nothing to probe
     "icl_book.book.in_colab": "takes no argument (reads sys.modules)",
     "icl_book.plotting.use_book_style": "takes no argument (sets matplotlib's rcParams)",

@@ -18,6 +18,7 @@ import torch
 
 from icl_book import studies, tasks, train
 from icl_book.attention import deep, glu, layers, lsa
+from icl_book.limits import CostRefused
 
 HUGE = 10**12
 XS, YS, XQ = (
@@ -100,6 +101,71 @@ def test_huge_batch_size_is_refused_by_name():
     member = train.Member("m", model, lambda r, b: None, 0, 0.01, batch_size=HUGE)
     with pytest.raises(ValueError, match="batch_size"):
         train.BatchedTrainer([member], batch_size=4)
+
+
+# --- costs: a run that cannot finish is refused at once, by its declared cost ------------------------
+class _Started(Exception):
+    """Raised by a sampler or a cohort trainer: the work began."""
+
+
+def _sampler_that_must_not_run(rng, b):
+    raise _Started
+
+
+def test_a_billion_steps_are_refused_before_the_first_step():
+    """``train_in_context(steps=10**9)`` once allocated 7.45 GiB before its first step; with its
+    history grown as it trains it would run for days. Its cost refuses it at once, naming steps and
+    how to raise the budget."""
+    model = lsa.LinearSelfAttention(2, generator=_gen())
+    start = time.perf_counter()
+    with pytest.raises(CostRefused, match=r"steps = 1000000000.*budget\(operations="):
+        train.train_in_context(
+            model, _sampler_that_must_not_run, steps=10**9, lr=0.01, seed=0, batch_size=4
+        )
+    assert time.perf_counter() - start < 1.0
+    # the book's longest call (chapter 2: 600 steps of 1,024 prompts) is within the budget
+    decl = train.train_in_context.__declaration__
+    decl.cost.check("train_in_context", {"steps": 600, "batch_size": 1024})
+
+
+def test_a_seed_torch_cannot_take_is_refused_by_name():
+    """``seed=10**30`` reached ``torch.manual_seed``: "Overflow when unpacking long long"."""
+    model = lsa.LinearSelfAttention(2, generator=_gen())
+    for bad in (10**30, 2**64):
+        with pytest.raises(
+            ValueError, match=r"seed must be an integer >= 0 and <= 18446744073709551615,"
+        ):
+            train.train_in_context(
+                model, _sampler_that_must_not_run, steps=1, lr=0.01, seed=bad, batch_size=4
+            )
+
+
+def test_a_trainer_whose_every_step_exceeds_the_budget_is_refused():
+    """200 members of 50,000 prompts each: every step at least 1e10 operations (10 s)."""
+    model = lsa.LinearSelfAttention(2, generator=_gen())
+    members = [
+        train.Member(f"m{i}", model, _sampler_that_must_not_run, i, 0.01) for i in range(200)
+    ]
+    with pytest.raises(CostRefused, match="members = .*batch_size = 50000"):
+        train.BatchedTrainer(members, batch_size=50_000)
+    train.BatchedTrainer(members[:2], batch_size=50_000)  # two members: within the budget
+
+
+def test_a_study_bound_no_run_can_reach_is_refused_before_training(monkeypatch, tmp_path):
+    """``max_steps = 1000 · 2^40`` is a valid doubling of the glu study's first check, and each
+    cohort would start training towards it; its loss history alone (36 bytes per step and run)
+    is beyond the budget, so the call is refused before any cohort starts."""
+
+    def started(*args, **kwargs):
+        raise _Started
+
+    monkeypatch.setattr(studies, "train_cohort", started)
+    start = time.perf_counter()
+    with pytest.raises(CostRefused, match=r"max_steps = 1099511627776000.*budget\(bytes="):
+        studies.train_study("glu", checkpoints=tmp_path, max_steps=1000 * 2**40, log=None)
+    assert time.perf_counter() - start < 1.0
+    with pytest.raises(_Started):  # the study at its own bounds starts
+        studies.train_study("glu", checkpoints=tmp_path, log=None)
 
 
 # --- the NumPy layers and their column views: arrays are real and finite, shapes match ---------------
@@ -392,6 +458,28 @@ def test_member_name_and_model_are_checked():
     for bad in (None, "1", 3.0):
         with pytest.raises(TypeError, match="model"):
             train.Member("m", bad, _sampler, 0, 0.01)
+
+
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("sample_prompts", 3.0),
+        ("seed", -1),
+        ("seed", 2.0),
+        ("lr", 0.0),
+        ("lr", float("nan")),
+        ("warmup", -1),
+        ("batch_size", 0),
+        ("batch_size", True),
+        ("decay_start", 1.5),
+    ],
+)
+def test_member_validates_every_field(field, bad):
+    """Every field, so Member is honestly undeclared (a frozen dataclass that checks its fields);
+    the trainer checked these only when it was built, naming the member."""
+    member = train.Member("m", lsa.LinearSelfAttention(2, generator=_gen()), _sampler, 0, 0.01)
+    with pytest.raises((TypeError, ValueError), match=field):
+        dataclasses.replace(member, **{field: bad})
 
 
 @pytest.mark.parametrize("returned", [None, np.full(3, np.nan)])

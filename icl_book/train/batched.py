@@ -16,14 +16,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validate import (
-    ArgumentTypeError,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-)
+from .._declare import Cost, Free, Integer, Options, OrNone, declare
+from .._validate import ArgumentTypeError, nonnegative_int, positive_float, positive_int
 from ..attention._params import inputs_checked
-from .loop import TrainingDiverged, _batch_size, _device, _prompts_to_torch, predict_in_context
+from .loop import (
+    DEVICE,
+    DTYPE,
+    POSITIVE,
+    PROMPT_BYTES,
+    PROMPT_OPERATIONS,
+    STEP_OPERATIONS,
+    TrainingDiverged,
+    _device,
+    _prompts_to_torch,
+    predict_in_context,
+)
 from .schedules import learning_rate
 
 __all__ = ["Member", "BatchedTrainer"]
@@ -54,13 +61,39 @@ class Member:
     decay_start: int = 0
 
     def __post_init__(self):
-        # the name keys results and checkpoints; the model is read at once by BatchedTrainer
+        # validation only, every field: the fields are kept as given (the name keys results and
+        # checkpoints). A huge batch_size is the trainer's cost to refuse (a step's work), not a
+        # wrong field.
         if not isinstance(self.name, str) or not self.name:
             raise ArgumentTypeError(f"name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.model, torch.nn.Module):
             raise ArgumentTypeError(
                 f"model must be a torch.nn.Module, got {type(self.model).__name__}"
             )
+        if not callable(self.sample_prompts):
+            raise ArgumentTypeError(
+                "sample_prompts must be a callable (rng, batch_size) -> Prompts, "
+                f"got {type(self.sample_prompts).__name__}"
+            )
+        nonnegative_int("seed", self.seed)
+        positive_float("lr", self.lr)
+        nonnegative_int("warmup", self.warmup)
+        if self.batch_size is not None:
+            positive_int("batch_size", self.batch_size)
+        nonnegative_int("decay_start", self.decay_start)
+
+
+def _step_cost(a) -> tuple[float, float]:
+    """One step of a :class:`BatchedTrainer`: each member draws its batch and takes its forward,
+    backward and Adam step (the lower bounds of :data:`~icl_book.train.loop.STEP_OPERATIONS`). The
+    budget bounds one step, the work that cannot be interrupted: a training run is a sequence of
+    steps, checkpointed between them (:func:`~icl_book.train.train_to_convergence`). Members that
+    are not a list or tuple count as one (a trainer has at least one; the body refuses them)."""
+    members = a["members"] if isinstance(a["members"], (list, tuple)) else []
+    sizes = [m.batch_size for m in members if isinstance(m, Member) and m.batch_size]
+    batch = max([int(a["batch_size"]), *sizes])
+    n = max(1, len(members))
+    return n * (STEP_OPERATIONS + PROMPT_OPERATIONS * batch), PROMPT_BYTES * n * batch
 
 
 class BatchedTrainer:
@@ -98,6 +131,23 @@ class BatchedTrainer:
         Where and in what precision to train (CPU float64 by default).
     """
 
+    @declare(
+        members=Free(
+            "a non-empty sequence of Member: checked in the body, member by member (distinct names, "
+            "models of one architecture)"
+        ),
+        batch_size=Integer(1, None),
+        schedule=Options(("constant", "rsqrt")),
+        clip_grad=OrNone(POSITIVE),
+        chunk_size=Integer(1, None),
+        device=DEVICE,
+        dtype=DTYPE,
+        cost=Cost(
+            _step_cost,
+            "len(members) × (10⁵ + 10³ batch_size) operations and 32 len(members) batch_size "
+            "bytes per step at the least, batch_size the largest of the trainer's and the members'",
+        ),
+    )
     def __init__(
         self,
         members,
@@ -123,34 +173,22 @@ class BatchedTrainer:
         names = [m.name for m in members]
         if len(set(names)) != len(names):
             raise ValueError("members must have distinct names")
-        if schedule not in ("constant", "rsqrt"):
-            raise ValueError(f"schedule must be 'constant' or 'rsqrt', got {schedule!r}")
         self.members = members
-        self.batch_size = _batch_size("batch_size", batch_size)
+        self.batch_size = int(batch_size)
         self.schedule = schedule
-        self.clip_grad = None if clip_grad is None else positive_float("clip_grad", clip_grad)
-        self.chunk_size = positive_int("chunk_size", chunk_size)
+        self.clip_grad = None if clip_grad is None else float(clip_grad)
+        self.chunk_size = int(chunk_size)
         self.device = _device(device)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         self.dtype = dtype
         shapes = {k: v.shape for k, v in members[0].model.state_dict().items()}
-        for m in members:
-            if not isinstance(m.model, torch.nn.Module):
-                raise TypeError(f"member {m.name!r}: model must be a torch.nn.Module")
+        for m in members:  # each Member validated its own fields
             if {k: v.shape for k, v in m.model.state_dict().items()} != shapes:
                 raise ValueError(
                     f"member {m.name!r}: every model must have the parameter shapes of "
                     f"{members[0].name!r}"
                 )
-            if not callable(m.sample_prompts):
-                raise TypeError(f"member {m.name!r}: sample_prompts must be callable")
-            positive_float(f"member {m.name!r}: lr", m.lr)
-            nonnegative_int(f"member {m.name!r}: warmup", m.warmup)
-            nonnegative_int(f"member {m.name!r}: decay_start", m.decay_start)
-            nonnegative_int(f"member {m.name!r}: seed", m.seed)
-            if m.batch_size is not None:
-                _batch_size(f"member {m.name!r}: batch_size", m.batch_size)
         models = [m.model.to(device=self.device, dtype=dtype) for m in members]
         params, _ = stack_module_state(models)
         self.params = {k: v.detach().clone() for k, v in params.items()}

@@ -35,15 +35,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._validate import (
-    ArgumentTypeError,
-    flag,
-    nonnegative_float,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-    size_limit,
-)
+from .._declare import Callable as CallableArg
+from .._declare import Cost, Flag, Free, Instance, Integer, Interval, Options, OrNone, declare
+from .._validate import ArgumentTypeError
 from ..attention._params import inputs_checked
 from .schedules import SCHEDULES, learning_rate
 
@@ -115,11 +109,33 @@ def _device(device) -> torch.device:
         ) from None
 
 
-def _batch_size(name: str, value) -> int:
-    """A number of prompts per step: an integer >= 1, refused beyond ``_validate.MAX_ENTRIES`` at once."""
-    return size_limit(name, positive_int(name, value), what="prompts per step")
+# The declared constraints (:mod:`icl_book._declare`) the training functions share.
+MODEL = Instance((torch.nn.Module,), what="a torch.nn.Module")
+SAMPLER = CallableArg(what="a callable (rng, batch_size) -> Prompts")
+PROMPTS = Free(
+    "a Prompts batch: its four arrays are checked where they are converted, each finite, "
+    "their shapes against each other"
+)
+DEVICE = Free(
+    "a torch.device or its name: torch parses it where it is used (a name it does not "
+    "know is a ValueError naming device)"
+)
+DTYPE = Free("a floating torch.dtype, checked where it is used")
+POSITIVE = Interval(0.0, math.inf, closed="neither")
+#: Seeds torch accepts (``torch.manual_seed`` refuses 2**64 and beyond).
+SEED = Integer(0, 2**64 - 1)
+#: Lower bounds, in operations of about 1 ns, of one training step and of one prompt in it: measured
+#: 1.8 ms per step and 1.3 µs per prompt (d = 2, N = 5), 8.5 µs per prompt at d = 5, N = 20, on the
+#: book's 2-core machine; the bounds are ten times smaller, so a run they refuse surely exceeds the
+#: budget on a faster machine too.
+STEP_OPERATIONS, PROMPT_OPERATIONS = 1e5, 1e3
+#: Bytes a training step keeps: its loss and learning rate (Python floats in lists, then float64).
+STEP_BYTES = 80
+#: Bytes of one prompt at the least (its query, its label and one context token and label, float64).
+PROMPT_BYTES = 32
 
 
+@declare(prompts=PROMPTS, device=DEVICE, dtype=DTYPE)
 def prompts_to_torch(prompts, *, device="cpu", dtype=torch.float64):
     """Convert a NumPy :class:`~icl_book.tasks.Prompts` batch to four torch tensors.
 
@@ -178,6 +194,7 @@ def _model_device_dtype(model):
     return torch.device("cpu"), torch.float64
 
 
+@declare(model=MODEL, prompts=PROMPTS, chunk_size=Integer(1, None))
 def evaluate_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 65536) -> float:
     """Mean squared error of ``model`` at the queries of a fixed NumPy prompt batch.
 
@@ -197,7 +214,7 @@ def evaluate_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 65
     float
         ``mean_b (model(prompt_b) − y_query_b)²``.
     """
-    chunk_size = positive_int("chunk_size", chunk_size)
+    chunk_size = int(chunk_size)
     total = 0.0
     with _evaluating(model, prompts) as (xs, ys, xq, yq):
         for start in range(0, xs.shape[0], chunk_size):
@@ -206,6 +223,7 @@ def evaluate_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 65
     return total / xs.shape[0]
 
 
+@declare(model=MODEL, prompts=PROMPTS, chunk_size=Integer(1, None))
 def predict_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 512) -> np.ndarray:
     """The predictions ``(B,)`` (NumPy float64) of ``model`` at the queries of a NumPy prompt batch.
 
@@ -213,7 +231,7 @@ def predict_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 512
     dtype). ``chunk_size`` prompts at a time: a few hundred keeps the tokens in cache (three times
     faster than one batch of 10,000 for chapter 6's stacks) and bounds memory.
     """
-    chunk_size = positive_int("chunk_size", chunk_size)
+    chunk_size = int(chunk_size)
     out = []
     with _evaluating(model, prompts) as (xs, ys, xq, yq):
         for start in range(0, xs.shape[0], chunk_size):
@@ -232,8 +250,6 @@ def predict_in_context(model: torch.nn.Module, prompts, *, chunk_size: int = 512
 def _evaluating(model, prompts):
     """The prompts as tensors on the model's device and dtype, with the model in eval mode and no
     gradients; its training mode is restored afterwards."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     device, dtype = _model_device_dtype(model)
     tensors = prompts_to_torch(prompts, device=device, dtype=dtype)
     was_training = model.training
@@ -245,6 +261,39 @@ def _evaluating(model, prompts):
         model.train(was_training)
 
 
+def _training_cost(a) -> tuple[float, float]:
+    """:func:`train_in_context`: every step draws a batch, runs the model forward and backward and
+    takes an Adam step (lower bounds, :data:`STEP_OPERATIONS`); it keeps each step's loss and
+    learning rate, and holds one batch at a time."""
+    steps, batch = float(a["steps"]), float(a["batch_size"])
+    operations = steps * (STEP_OPERATIONS + PROMPT_OPERATIONS * batch)
+    return operations, STEP_BYTES * steps + PROMPT_BYTES * batch
+
+
+@declare(
+    model=MODEL,
+    sample_prompts=SAMPLER,
+    steps=Integer(1, None),
+    lr=POSITIVE,
+    seed=SEED,
+    batch_size=Integer(1, None),
+    weight_decay=Interval(0.0, math.inf),
+    clip_grad=OrNone(POSITIVE),
+    schedule=Options(SCHEDULES),
+    warmup=Integer(0, None),
+    eval_prompts=OrNone(PROMPTS),
+    eval_every=OrNone(Integer(1, None)),
+    early_stop_patience=OrNone(Integer(1, None)),
+    early_stop_min_delta=Interval(0.0, math.inf),
+    progress=Flag(),
+    device=DEVICE,
+    dtype=DTYPE,
+    num_threads=OrNone(Integer(1, None)),
+    cost=Cost(
+        _training_cost,
+        "steps × (10⁵ + 10³ batch_size) operations at the least; 80 steps + 32 batch_size bytes",
+    ),
+)
 def train_in_context(
     model: torch.nn.Module,
     sample_prompts: Callable[[np.random.Generator, int], object],
@@ -277,7 +326,9 @@ def train_in_context(
         ``sample_prompts(rng, batch_size) -> Prompts``: draws one training batch of NumPy prompts from the
         generator it is given (and no other source of randomness).
     steps
-        Number of Adam updates (``>= 1``).
+        Number of Adam updates (``>= 1``). A run whose declared cost (at least ``steps × (10⁵ +
+        10³ batch_size)`` operations of about 1 ns) exceeds the budget is refused before its first
+        step; ``with icl_book.limits.budget(operations=...)`` raises it.
     lr
         Peak learning rate (``> 0``).
     seed
@@ -352,7 +403,7 @@ def train_in_context(
     rng = np.random.default_rng(config.seed)
     history = _History(config.steps)
     stopper = _EarlyStopper(config.early_stop_patience, config.early_stop_min_delta)
-    bar = _progress_bar(config.steps) if flag("progress", progress) else None
+    bar = _progress_bar(config.steps) if progress else None
     devices = [config.device] if config.device.type == "cuda" else []
     old_threads = torch.get_num_threads()
     if config.num_threads is not None:
@@ -410,29 +461,19 @@ class _TrainingConfig:
 
 
 def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
-    """Validate :func:`~icl_book.train.train_in_context`'s arguments (every message names the argument)."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(sample_prompts):
-        raise TypeError(
-            "sample_prompts must be a callable (rng, batch_size) -> Prompts, "
-            f"got {type(sample_prompts).__name__}"
-        )
-    steps = positive_int("steps", kw["steps"])
-    warmup = nonnegative_int("warmup", kw["warmup"])
+    """:func:`~icl_book.train.train_in_context`'s arguments, each checked by its declaration, with
+    what a declaration cannot state: the relations between them and the torch device and dtype."""
+    steps, warmup = int(kw["steps"]), int(kw["warmup"])
     if warmup >= steps and warmup > 0:
         raise ValueError(f"warmup must be < steps = {steps}, got {warmup}")
-    schedule = kw["schedule"]
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     eval_prompts, eval_every = kw["eval_prompts"], kw["eval_every"]
     if eval_every is not None:
-        eval_every = positive_int("eval_every", eval_every)
+        eval_every = int(eval_every)
     if eval_prompts is not None and eval_every is None:
         eval_every = max(1, steps // 20)
     patience = kw["early_stop_patience"]
     if patience is not None:
-        patience = positive_int("early_stop_patience", patience)
+        patience = int(patience)
         if eval_prompts is None:
             raise ValueError("early_stop_patience needs eval_prompts (a fixed validation set)")
     dtype = kw["dtype"]
@@ -441,20 +482,20 @@ def _training_config(model, sample_prompts, **kw) -> _TrainingConfig:
     clip_grad, num_threads = kw["clip_grad"], kw["num_threads"]
     return _TrainingConfig(
         steps=steps,
-        lr=positive_float("lr", kw["lr"]),
-        seed=nonnegative_int("seed", kw["seed"]),
-        batch_size=_batch_size("batch_size", kw["batch_size"]),
-        weight_decay=nonnegative_float("weight_decay", kw["weight_decay"]),
-        clip_grad=None if clip_grad is None else positive_float("clip_grad", clip_grad),
-        schedule=schedule,
+        lr=float(kw["lr"]),
+        seed=int(kw["seed"]),
+        batch_size=int(kw["batch_size"]),
+        weight_decay=float(kw["weight_decay"]),
+        clip_grad=None if clip_grad is None else float(clip_grad),
+        schedule=kw["schedule"],
         warmup=warmup,
         eval_prompts=eval_prompts,
         eval_every=eval_every,
         early_stop_patience=patience,
-        early_stop_min_delta=nonnegative_float("early_stop_min_delta", kw["early_stop_min_delta"]),
+        early_stop_min_delta=float(kw["early_stop_min_delta"]),
         device=_device(kw["device"]),
         dtype=dtype,
-        num_threads=None if num_threads is None else positive_int("num_threads", num_threads),
+        num_threads=None if num_threads is None else int(num_threads),
     )
 
 
