@@ -680,10 +680,15 @@ def test_a_zero_gap_shows_as_zero_and_a_true_gap_does_not():
         assert all(g == 0 for g in gaps), f"{teacher}: {sum(g != 0 for g in gaps)} non-zero gaps"
     points = _phase_points("relu")
     got = [o["gap"] for o in run_node(points)["out"]]
+    assert all(g != 0 for g in got), f"relu: {sum(g == 0 for g in got)} gaps shown as zero"
+    # the page's values against the package's on every 7th cell (1,667 of 11,664, every (τ, ρ)
+    # pair and every row and column of the grid: 7 is prime to its 36 × 36 layout); the Python
+    # theory costs 5 ms a cell, the whole grid 2 minutes
+    sample = range(0, len(points), 7)
     want = [theory.nonlinear_icl_error("relu", p["alpha"], p["tau"], p["kappa"], p["rho"])
             - theory.nonlinear_idg_error("relu", p["alpha"], p["tau"], p["kappa"], p["rho"])
-            for p in points]  # fmt: skip
-    assert all(_close(g, w, REL_TOL) for g, w in zip(got, want, strict=True))
+            for p in (points[i] for i in sample)]  # fmt: skip
+    assert all(_close(got[i], w, REL_TOL) for i, w in zip(sample, want, strict=True))
 
 
 def test_the_zero_gap_check_fails_with_a_guessed_tolerance(tmp_path):
