@@ -118,7 +118,7 @@ TESTCACHE := -p booktools.testcache
 # nbval stages' job.
 UNIT_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 unit: $(STAMP) bubblewrap
-	$(UNIT_THREADS) $(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 tests
+	$(UNIT_THREADS) $(PYTEST) $(TESTCACHE) -n 2 --dist loadgroup --no-loadscope-reorder --durations=40 tests
 
 clean-testcache:
 	rm -rf .testcache
