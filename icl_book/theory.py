@@ -102,7 +102,7 @@ _CONTEXT = Integer(1, None)
 #: ``d⁴ B² (3 d B² + σ² B) B <= 1e280`` for every ``d <= 1e5`` (80 GB a matrix), inside float64; at
 #: ``Λ = 1e154 I`` the risk is ``~1e462`` (it returned ``inf``, and ``nan`` at ``1e300``).
 MAX_GD_ENTRY = 1e40
-#: Largest ``|entry|`` of ``Λ`` :func:`optimal_preconditioner` accepts: ``Γ*`` is computed in units of
+#: Largest ``|entry|`` of ``Λ`` :func:`optimal_preconditioner` accepts. ``Γ*`` is computed in units of
 #: a power of two near ``max(|Λ|, σ²)`` (exact), so it is the float64 value up to here, where its
 #: entries are still ``>= 1 / (3 d · 1e300)``, normal numbers (beyond, ``tr Λ`` overflowed to NaN).
 MAX_COV_ENTRY = 1e300

@@ -318,13 +318,17 @@ def has_secondary_sidebar(loaded: Loaded) -> bool:
     )
 
 
-def axe_check(loaded: Loaded, impacts=("critical", "serious")) -> list[dict]:
-    """axe-core's violations of the given impacts: ``[{"id", "impact", "nodes": [selector...]}]``."""
+def axe_check(
+    loaded: Loaded, impacts=("critical", "serious"), rules: tuple[str, ...] | None = None
+) -> list[dict]:
+    """axe-core's violations of the given impacts: ``[{"id", "impact", "nodes": [selector...]}]``;
+    every rule, or only ``rules`` (axe's rule ids, e.g. ``("color-contrast",)``)."""
     page = loaded.page
     page.add_script_tag(path=str(find_axe()))
+    only = "" if rules is None else f", runOnly: {{type: 'rule', values: {list(rules)!r}}}"
     result = page.evaluate(
-        "() => axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => "
-        "({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))})))"
+        f"() => axe.run(document, {{resultTypes: ['violations']{only}}}).then(r => r.violations.map("
+        "v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))})))"
     )
     return [v for v in result if v["impact"] in impacts]
 
