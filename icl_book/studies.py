@@ -330,7 +330,8 @@ def _depth_cohorts() -> list[Cohort]:
                     warmup=20,
                     clip_grad=1.0,
                     first_check=250,
-                    max_steps=8000,
+                    # flat runs reached the old 8,000 bound one doubling short of a decision
+                    max_steps=64_000,
                     # started at the construction, with only the step sizes free: the minimum is
                     # four times the warm-up, not the free models' 8,000 steps
                     min_steps=80,
