@@ -368,6 +368,7 @@ class _Cache:
         elif not report.passed:
             res["bad"] = True
 
+    @pytest.hookimpl(optionalhook=True)  # xdist's hook: the plugin also runs without xdist
     def pytest_testnodedown(self, node, error):  # xdist controller
         data = getattr(node, "workeroutput", {}).get("testcache")
         if data:

@@ -69,9 +69,12 @@ def repo(tmp_path):
 
 def run(repo, *args, env=None):
     """pytest with the plugin in ``repo``: (exit code, {outcome: [node ids]}, output)."""
+    # only the plugins these runs use: the installed ones that load themselves (hypothesis: 1.5 s of
+    # imports) would triple the start-up of each of this module's ~20 runs
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "booktools.testcache"]
-    cmd += ["-q", "-rA", *args]
+    cmd += ["-p", "nbval.plugin", "-q", "-rA", *args]
     environ = {k: v for k, v in os.environ.items() if k not in {"CI", "ICL_TESTCACHE"}}
+    environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     environ["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         cmd, cwd=repo, env={**environ, **(env or {})}, capture_output=True, text=True, timeout=300
