@@ -7,7 +7,6 @@ package's one mean ± standard-error helper): the same table, bit for bit, on ev
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -68,15 +67,6 @@ def _sweep_point(index: int, point) -> dict:
     where = f"points[{index}]"
     if not isinstance(point, Mapping):
         raise TypeError(f"{where} must be a mapping of {SWEEP_KEYS}, got {type(point).__name__}")
-    if "rho" in point:  # the label noise's old name (CONTRIBUTING: one name for one thing)
-        if "noise_var" in point:
-            raise ValueError(
-                f"{where} has both 'rho' and its new name 'noise_var'; pass 'noise_var'"
-            )
-        warnings.warn(
-            f"{where}: the key 'rho' is now called 'noise_var'", DeprecationWarning, stacklevel=3
-        )
-        point = {("noise_var" if k == "rho" else k): v for k, v in point.items()}
     unknown = sorted(set(point) - set(SWEEP_KEYS), key=str)
     if unknown:
         raise ValueError(f"{where} has unknown keys {unknown}; accepted keys are {SWEEP_KEYS}")
