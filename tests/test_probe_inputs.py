@@ -1563,6 +1563,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ),
 }
 
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_bad_inputs_get_a_clear_error_or_a_finite_answer(name):
     rows = probe(name)
