@@ -54,14 +54,6 @@ class SweepResult(NamedTuple):
     idg_sem: float
 
 
-#: One BLAS thread inside each sweep task (:mod:`icl_book._blas`, threadpoolctl). Multi-threaded BLAS
-#: splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs in its last bits
-#: (measured: ~1e-9 relative in ``e_ICL`` at d = 80); one thread makes a task's numbers independent of the
-#: caller's and the worker's thread settings, on one machine. The limit is reference-counted across
-#: threads (a thread-pool sweep shares the process's BLAS).
-_SingleBlasThread = OneBlasThread
-
-
 def _sweep_point(index: int, point) -> dict:
     """Validate one point of :func:`sweep` (a mapping of :data:`SWEEP_KEYS`); return a plain, picklable dict."""
     where = f"points[{index}]"
@@ -131,7 +123,12 @@ def _seed(where: str, seed) -> int | tuple[int, ...]:
 def _sweep_task(point: dict, seed: int | tuple[int, ...]) -> tuple[float, float]:
     """One simulation of :func:`sweep`: pretrain with ``default_rng(seed)``, return the exact ``(e_ICL, e_IDG)``."""
     link = _teacher(point["link"], allow_none=True)
-    with _SingleBlasThread():
+    # One BLAS thread inside each sweep task (:mod:`icl_book._blas`, threadpoolctl). Multi-threaded BLAS
+    # splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs in its last bits
+    # (measured: ~1e-9 relative in ``e_ICL`` at d = 80); one thread makes a task's numbers independent of the
+    # caller's and the worker's thread settings, on one machine. The limit is reference-counted across
+    # threads (a thread-pool sweep shares the process's BLAS).
+    with OneBlasThread():
         gamma, pool = pretrain_reduced_lsa(
             point["dim"],
             point["alpha"],
@@ -181,7 +178,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
     :func:`icl_book.theory.nonlinear_error_of_gamma` for a link). Tasks go to ``executor.submit`` — any
     :class:`concurrent.futures.Executor`: a ``ProcessPoolExecutor`` on one machine, or a dask cluster's
     ``distributed.Client(...).get_executor()`` unchanged. The table is the same, bit for bit, whatever the
-    executor: each task seeds its own generator, runs its BLAS on one thread (:class:`_SingleBlasThread`), and
+    executor: each task seeds its own generator, runs its BLAS on one thread (``icl_book._blas.OneBlasThread``), and
     results are ordered by ``(point, seed)``, never by completion.
 
     Parameters
