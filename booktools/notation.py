@@ -38,7 +38,6 @@ __all__ = [
     "REGISTRY",
     "LOCAL",
     "SECTIONS",
-    "PENDING",
     "Local",
     "definitions",
     "clashes",
@@ -46,7 +45,6 @@ __all__ = [
     "other_meanings",
     "shared_unregistered",
     "second_names",
-    "PENDING_SHARED",
     "render_page",
     "main",
 ]
@@ -968,14 +966,6 @@ def shared_unregistered(texts: dict[str, str]) -> list[str]:
 
 def chapter_paths(root: Path) -> list[Path]:
     return sorted((root / "chapters").glob("[0-9][0-9]_*.md")) + [root / "chapters/explorer.md"]
-
-
-# Clashes in chapters this registry's authors may not edit (chapters 5-6 belong to the training issue),
-# each with the edit that removes it. The test fails when one of them disappears (drop it here) or when
-# any other clash appears.
-PENDING: dict[str, tuple[str, ...]] = {}
-# Symbols used in several chapters the registry's authors may not edit, and registered nowhere.
-PENDING_SHARED: tuple[str, ...] = ()
 
 
 def main(argv: list[str] | None = None) -> int:

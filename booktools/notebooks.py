@@ -180,7 +180,8 @@ def execute_chapter(md_path: Path, timeout: int = 900) -> Path:
     if md_path.suffix != ".md" or not md_path.exists():
         raise ValueError(f"md_path must be an existing chapter source NN_slug.md, got {md_path}")
     nb = jupytext.read(md_path)
-    # A backend forced through the environment makes inline figures vanish (PITFALLS.md).
+    # MPLBACKEND=Agg in the environment overrides the kernel's inline backend: every figure vanishes
+    # and the run still succeeds, with zero figures (nbval then fails on the missing outputs).
     os.environ.pop("MPLBACKEND", None)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     client = NotebookClient(

@@ -18,7 +18,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ._blas import one_blas_thread
-from ._compat import renamed
 from ._declare import Array, Callable, Cost, Flag, Free, Integer, Interval, OrNone, declare
 from ._validate import (
     ArgumentTypeError,
@@ -397,7 +396,6 @@ def kernel_ridge_predict(xs, ys, x_query, kernel, ridge: float) -> np.ndarray:
     return np.einsum("bn,bn->b", alpha, kq[..., 0])
 
 
-@renamed(features="feature_map")
 @one_blas_thread
 @declare(
     xs=Array(ndim=3),
@@ -594,8 +592,7 @@ def _feature_step_design(xs, ys, x_query, feature_map):
     return g, phi_q
 
 
-# `gamma` was this (p, p) matrix's old name; everywhere else `gamma` is the reduced model (d, d+1).
-@renamed(features="feature_map", gamma="preconditioner")
+# A (p, p) preconditioner, not `gamma`: that name is the reduced model's (d, d+1) everywhere.
 @declare(
     xs=Array(ndim=3),
     ys=Array(ndim=2),
@@ -615,7 +612,6 @@ def preconditioned_feature_step_predict(xs, ys, x_query, feature_map, preconditi
     return np.einsum("bp,pq,bq->b", g, preconditioner, phi_q)
 
 
-@renamed(features="feature_map")
 @declare(
     xs=Array(ndim=3),
     ys=Array(ndim=2),
@@ -651,7 +647,6 @@ def fit_one_step_preconditioner(
     return fit_mixed_preconditioner([(xs, ys, x_query, y_query)], feature_map, ridge=ridge)
 
 
-@renamed(features="feature_map")
 @declare(
     batches=Free("a list of prompt batches, each checked as the prompts of one call"),
     feature_map=Callable(),

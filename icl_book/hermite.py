@@ -58,7 +58,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import erf as _erf
 
-from ._compat import NOISE_VAR, renamed
 from ._declare import Array, Flag, Integer, Interval, OrNone, Text, declare
 from ._declare import Callable as CallableArg
 from ._validate import as_array, flag, integer, nonnegative_float, positive_float
@@ -632,7 +631,6 @@ def nonlinear_energy(f, *, kinks: Iterable[float] | None = None) -> float:
     return max(second_moment(f, kinks=kinks) - mu[0] ** 2 - mu[1] ** 2, 0.0)
 
 
-@renamed(f="link", rho="noise_var")
 @declare(
     link=CallableArg(),
     noise_var=Interval(0.0, 1e100),
@@ -645,7 +643,7 @@ def effective_noise(link, noise_var: float = 0.0, *, kinks: Iterable[float] | No
     linear attention sees as noise (chapter 4): the nonlinear energy *plus* ``μ_0²`` (the model
     has no bias and is odd in the query).
     """
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     mu1 = linear_component(link, kinks=kinks)
     return max(float(noise_var) + second_moment(link, kinks=kinks) - mu1**2, float(noise_var))
 

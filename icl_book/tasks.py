@@ -22,7 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._compat import renamed
 from ._declare import (
     Array,
     Integer,
@@ -348,7 +347,6 @@ def sample_mixed_prompts(
     )
 
 
-@renamed(basis="kind")
 @declare(
     batch=Integer(1, None),
     context_len=Integer(1, None),
@@ -424,7 +422,6 @@ def sample_polynomial_prompts(
     return Prompts(x[:, :-1], y[:, :-1], x[:, -1], y[:, -1], tasks)
 
 
-@renamed(basis="kind")
 @declare(
     batch=Integer(1, None),
     context_len=Integer(1, None),

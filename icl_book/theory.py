@@ -28,7 +28,6 @@ from typing import NamedTuple
 import numpy as np
 
 from . import hermite
-from ._compat import NOISE_VAR, renamed
 from ._declare import Array, Callable, Integer, Interval, OrNone, declare
 from ._validate import (
     ArgumentTypeError,
@@ -317,7 +316,6 @@ def _icl_ridge(alpha, tau, inv_kappa, noise_var, ridge):
     return (x + 1) * (q - nu * g - c_e * h) - 2 * q + 1 + noise_var
 
 
-@renamed(rho="noise_var")
 @declare(alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE, ridge=_RIDGE)
 def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     """Asymptotic in-context error ``e_ICL`` of the pretrained reduced linear attention (Lu et al.).
@@ -352,10 +350,10 @@ def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
     tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
     kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
-    noise_var = _check_array(NOISE_VAR, noise_var, positive=False)
+    noise_var = _check_array("noise_var", noise_var, positive=False)
     ridge = _check_array("ridge", ridge, positive=False, minimum=MIN_RIDGE)
     if np.any(np.isinf(noise_var)):
-        raise ValueError(f"{NOISE_VAR} must be finite")
+        raise ValueError("noise_var must be finite")
     if np.any(ridge > MAX_RIDGE):
         raise ValueError(
             f"ridge must be 0 or in [{MIN_RIDGE:g}, {MAX_RIDGE:g}] (above it e_ICL is 1 + noise_var "
@@ -375,7 +373,6 @@ def icl_error(alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     return float(out[0]) if shape == () else out.reshape(shape)
 
 
-@renamed(rho="noise_var")
 @declare(alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE)
 def idg_error(alpha, tau, kappa, noise_var=0.0):
     """Asymptotic ridgeless in-distribution error ``e_IDG``: test prompts reuse the ``K = κd`` pretraining tasks.
@@ -397,9 +394,9 @@ def idg_error(alpha, tau, kappa, noise_var=0.0):
     alpha = _check_array("alpha", alpha, positive=True, minimum=MIN_RATIO)
     tau = _check_array("tau", tau, positive=True, minimum=MIN_RATIO)
     kappa = _check_array("kappa", kappa, positive=True, minimum=MIN_RATIO)
-    noise_var = _check_array(NOISE_VAR, noise_var, positive=False)
+    noise_var = _check_array("noise_var", noise_var, positive=False)
     if np.any(np.isinf(noise_var)):
-        raise ValueError(f"{NOISE_VAR} must be finite")
+        raise ValueError("noise_var must be finite")
     a, t, ik, r = np.broadcast_arrays(alpha, tau, 1.0 / kappa, noise_var)
     x = (1.0 + r) / a
     m = _m_kappa(x, ik)
@@ -432,7 +429,6 @@ def idg_error(alpha, tau, kappa, noise_var=0.0):
     return float(out) if out.ndim == 0 else out
 
 
-@renamed(rho="noise_var")
 @declare(
     gamma=_GAMMA,
     alpha=_ALPHA,
@@ -475,7 +471,7 @@ def error_of_gamma(
     gamma = reduced_gamma("gamma", gamma)
     d = gamma.shape[0]
     alpha = real("alpha", alpha, low=MIN_RATIO)  # MIN_RATIO: ℓ = αd and 1/α enter below
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     if task_pool is not None:
         if task_mean is not None or task_second_moment is not None:
             raise ValueError("pass task_pool or task_mean/task_second_moment, not both")
@@ -584,7 +580,6 @@ def _teacher(link, *, allow_none: bool = False):
     return link
 
 
-@renamed(f="link", rho="noise_var")
 @declare(link=_LINK, noise_var=_NOISE_SCALAR)
 def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
     """The linear teacher that linear attention cannot tell apart from the teacher ``link`` (``f``).
@@ -629,7 +624,7 @@ def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
     0.797885 0.463380
     """
 
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     link = _teacher(link)
     try:
         mu1 = hermite.linear_component(link)
@@ -673,7 +668,6 @@ def _mapped(linear_error, mu1: float, rho_eff: float, ridge: float):
     return float(out) if out.ndim == 0 else out
 
 
-@renamed(f="link", rho="noise_var")
 @declare(link=_LINK, alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE_SCALAR, ridge=_RIDGE)
 def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0):
     """Asymptotic in-context (fresh-task) error of linear attention pretrained on the teacher ``link`` (``f``).
@@ -712,7 +706,7 @@ def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0
     >>> print(f"{e:.4f}")
     1.6500
     """
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     ridge = nonnegative_float("ridge", ridge)
     # Validate alpha, tau, kappa with the linear theory's own messages.
     icl_error(alpha, tau, kappa, noise_var=noise_var, ridge=ridge)
@@ -722,7 +716,6 @@ def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0
     )
 
 
-@renamed(f="link", rho="noise_var")
 @declare(link=_LINK, alpha=_RATIO, tau=_RATIO, kappa=_RATIO, noise_var=_NOISE_SCALAR)
 def nonlinear_idg_error(link, alpha, tau, kappa, noise_var=0.0):
     """Asymptotic in-distribution error (test tasks = the ``K = κd`` pretraining tasks) for the teacher ``link``.
@@ -730,7 +723,7 @@ def nonlinear_idg_error(link, alpha, tau, kappa, noise_var=0.0):
     Ridgeless, ``μ_1² · e_IDG(α, τ, κ, ρ_eff/μ_1²)`` with :func:`idg_error`; for ``μ_1 = 0`` the limit of that
     formula (see :func:`nonlinear_icl_error`). Arguments as in :func:`idg_error`; returns a float or an array.
     """
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     idg_error(alpha, tau, kappa, noise_var=noise_var)
     mu1, rho_eff = equivalent_linear_task(link, noise_var)
     return _mapped(lambda r, _lam: idg_error(alpha, tau, kappa, noise_var=r), mu1, rho_eff, 0.0)
@@ -771,7 +764,6 @@ def _token_moments(
     )
 
 
-@renamed(f="link", rho="noise_var")
 @declare(
     gamma=_GAMMA,
     link=OrNone(_LINK),
@@ -826,7 +818,7 @@ def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> f
     d = gamma.shape[0]
     link = (lambda z: z) if link is None else _teacher(link)
     alpha = real("alpha", alpha, low=MIN_RATIO)  # MIN_RATIO: ℓ = αd and 1/α enter below
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     ell = alpha * d
     g_mat, c = gamma[:, :d], gamma[:, d]
     fro2 = float(np.einsum("ij,ij->", g_mat, g_mat))

@@ -391,6 +391,20 @@ def test_nbgrader_release_equals_student_notebook(demo_nb, student):
             assert rel.metadata["deletable"] is False and "SECRET" not in rel.source
 
 
+def test_the_release_clears_outputs(demo_nb):
+    """An executed chapter's outputs (a solution's printout) do not reach the student's release."""
+    source = A.nbgrader_source_notebook(demo_nb)
+    code = [c for c in source.cells if c.cell_type == "code"]
+    assert code
+    for i, cell in enumerate(code):
+        cell.execution_count = i + 1
+        cell.outputs = [nbformat.v4.new_output("stream", text="SECRETOUTPUT\n")]
+    release = A.release_notebook(source)
+    for cell in release.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.id
+
+
 # ---------------------------------------------------------------------------------------------------
 # Grading a batch of submissions (real kernels)
 # ---------------------------------------------------------------------------------------------------
@@ -561,6 +575,12 @@ def nbgrader_course(tmp_path_factory):
 @pytest.mark.slow  # nbgrader takes ~9 s per chapter
 @pytest.mark.parametrize("stem", STEMS)
 def test_student_edition_is_nbgraders_release(nbgrader_course, stem):
+    """Our release path (``build``'s student edition: ``release_notebook``, four of nbgrader's
+    preprocessors chosen and ordered by us) against nbgrader's own ``generate_assignment`` (its whole
+    pipeline, from the command line) on the source ``build`` writes, for every chapter. The unit tests
+    above pin each of our four steps on the demo; this one fails when a chapter uses something only
+    nbgrader's whole pipeline handles (hidden tests, a mark scheme, a header), which our path would
+    hand to the students as it is."""
     ours = nbformat.read(nbgrader_course / "built" / "student" / f"{stem}.ipynb", as_version=4)
     theirs = nbformat.read(nbgrader_course / "release" / stem / f"{stem}.ipynb", as_version=4)
     assert ours.metadata == theirs.metadata

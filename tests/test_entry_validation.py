@@ -1,6 +1,6 @@
 """The probe suite's reproducers, one test each: a clear error naming the argument within a second, or the
 correct finite value. The probe suite (tests/test_probe_inputs.py) covers the classes over every public
-callable; these pin the specific cases the issue found.
+callable; these pin the specific cases it found.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ _D_POOL = st.integers(min_value=1, max_value=3)
 def test_task_pool_of_any_norm_is_exact(d, k, seed, log_scale, alpha, rho):
     """error_of_gamma (and gamma_errors().idg) on a pool of any norm equals the single-index formula
     (identity link), which is exact for rows of any norm. Before, the moments assumed |w| = sqrt(d):
-    1.0885 against 0.9171 on the issue's pool, 2.34 against 10.89 at |w| = 2 sqrt(d)."""
+    1.0885 against 0.9171 on the d = 1 pool of the next test, 2.34 against 10.89 at |w| = 2 sqrt(d)."""
     from icl_book import simulate
 
     rng = np.random.default_rng(seed)
@@ -150,7 +150,7 @@ def test_task_pool_of_any_norm_is_exact(d, k, seed, log_scale, alpha, rho):
 @pytest.mark.parametrize(
     "case",
     [
-        # the issue's pool (d = 1, rows of norm 1.2, 0.4, 0.9)
+        # a pool of d = 1 with rows of norm 1.2, 0.4, 0.9
         (
             np.random.default_rng(0).standard_normal((1, 2)) * 0.5,
             np.array([[1.2], [-0.4], [0.9]]),

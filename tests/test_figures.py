@@ -27,14 +27,6 @@ from .conftest import ROOT
 HTML = ROOT / "_build" / "html"
 MIN_CSS_PX = 9
 WINDOW = {"width": 1280, "height": 900}
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 # Every image in the article body: its file, its rendered width in CSS px, its natural width in pixels, and
 # the width of the box it sits in (the column). Folded solutions are opened first so that their figures count.

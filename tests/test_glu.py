@@ -14,8 +14,8 @@ from icl_book import tasks, theory
 from icl_book.checks import CheckFailed
 
 # Tolerance of the exact constructions: the block and the kernel formula add the same O(N·p) products in a
-# different order, so they agree to a few ulps of the largest term (|y k| ~ 1e2 at d = 8): 1e-10 is the
-# issue's bound and leaves 4 orders of magnitude of margin.
+# different order, so they agree to a few ulps of the largest term (|y k| ~ 1e2 at d = 8): 1e-10 leaves 4 orders of
+# magnitude of margin.
 EXACT = 1e-10
 
 

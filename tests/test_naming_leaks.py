@@ -141,19 +141,6 @@ def test_preconditioner_is_a_matrix_wherever_it_appears():
 )
 def test_a_callable_feature_map_is_called_feature_map(name):
     """``features`` is the string option of ``glu_lsa_block_weights`` (chapter 5 passes it by
-    keyword); the estimators' callable is ``feature_map``, the old keyword warns for one release."""
+    keyword); the estimators' callable is ``feature_map``."""
     assert "feature_map" in inspect.signature(getattr(estimators, name)).parameters
     assert "features" not in inspect.signature(getattr(estimators, name)).parameters
-
-
-def test_the_old_features_keyword_still_works_with_a_deprecation_warning():
-    rng = np.random.default_rng(0)
-    xs, ys, xq = (
-        rng.standard_normal((3, 5, 2)),
-        rng.standard_normal((3, 5)),
-        rng.standard_normal((3, 2)),
-    )
-    new = estimators.feature_ridge_predict(xs, ys, xq, feature_map=np.tanh, ridge=0.5)
-    with pytest.warns(DeprecationWarning, match="'features' is now called 'feature_map'"):
-        old = estimators.feature_ridge_predict(xs, ys, xq, features=np.tanh, ridge=0.5)
-    np.testing.assert_array_equal(old, new)

@@ -2,8 +2,7 @@
 
 (a) ``chapters/notation.md`` is the page the registry generates (run ``python -m booktools.notation write``).
 (b) No symbol is registered twice, and every registered symbol still occurs in some chapter.
-(c) No chapter defines a registered symbol with another meaning, except the listed pending clashes in
-    chapters the registry's authors may not edit (and those must still exist, so the list stays true).
+(c) No chapter defines a registered symbol with another meaning.
 (d) The scan can fail: each clash a referee found, written back into a chapter, is flagged.
 (e) Every symbol of a chapter's math is registered, listed as local, or defined in that chapter; no registered
     symbol is used in another role (as a running index, as a subscripted family, redefined); a symbol used in
@@ -24,12 +23,6 @@ from .conftest import ROOT
 CHAPTERS = notation.chapter_paths(ROOT)
 
 
-def _pending(rel: str, found: list[str]) -> list[str]:
-    """``found`` without the listed pending items of the chapter ``rel``."""
-    pending = notation.PENDING.get(rel, ())
-    return [f for f in found if not any(item in f for item in pending)]
-
-
 def test_page_is_generated_from_the_registry():
     page = (ROOT / notation.PAGE).read_text()
     assert page == notation.render_page(), "run: python -m booktools.notation write"
@@ -47,8 +40,8 @@ def test_each_symbol_is_registered_once_and_is_used():
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_no_chapter_gives_a_registered_symbol_another_meaning(path):
     rel = str(path.relative_to(ROOT))
-    new = _pending(rel, notation.clashes(path.read_text(), rel))
-    assert new == [], "\n".join(new)
+    found = notation.clashes(path.read_text(), rel)
+    assert found == [], "\n".join(found)
 
 
 # Each clash of the referee's list, as a chapter could write it again.
@@ -86,34 +79,19 @@ def test_the_scan_accepts_the_registered_meanings():
 def test_every_symbol_is_registered_local_or_defined_in_its_chapter(path):
     rel = str(path.relative_to(ROOT))
     found = notation.undefined(path.read_text(), rel)
-    assert _pending(rel, found) == [], "\n".join(_pending(rel, found))
+    assert found == [], "\n".join(found)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_no_registered_symbol_is_used_in_another_role(path):
     rel = str(path.relative_to(ROOT))
     found = notation.other_meanings(path.read_text(), rel)
-    assert _pending(rel, found) == [], "\n".join(_pending(rel, found))
-
-
-def test_pending_items_still_exist():
-    for rel, items in notation.PENDING.items():
-        text = (ROOT / rel).read_text()
-        found = (
-            notation.clashes(text, rel)
-            + notation.undefined(text, rel)
-            + notation.other_meanings(text, rel)
-        )
-        for item in items:
-            assert any(item in f for f in found), f"{item} no longer found: drop it from PENDING"
+    assert found == [], "\n".join(found)
 
 
 def test_book_wide_symbols_are_registered_and_have_one_name():
     texts = {str(p.relative_to(ROOT)): p.read_text() for p in CHAPTERS}
     shared = notation.shared_unregistered(texts)
-    for item in notation.PENDING_SHARED:
-        assert any(s.startswith(item) for s in shared), f"{item} gone: drop it from PENDING_SHARED"
-    shared = [s for s in shared if not s.startswith(notation.PENDING_SHARED)]
     assert shared == [], "\n".join(shared)
     assert notation.second_names(texts) == []
 

@@ -48,9 +48,6 @@ from icl_book import (
 from icl_book.attention import deep, glu, layers, lsa
 
 TIMEOUT_S = 5.0
-#: The probes of modules owned elsewhere (``OWNED_ELSEWHERE``) stop at 1 s: their hangs are known
-#: findings, and 5 s each would dominate the suite's time.
-KNOWN_HANG_TIMEOUT_S = 1.0
 
 # torch imports torch._dynamo at the first optimizer it builds (2-3 s on a loaded machine): paid
 # here, not inside the timer of the first probe that reaches train_in_context's Adam.
@@ -757,7 +754,7 @@ SPECS.update(
             dict(axis=0),
             dict(values="array", axis="int?"),
         ),
-        # attention (owned by the training issue: probed, findings listed in OWNED_ELSEWHERE)
+        # attention
         "attention.LinearSelfAttention": (
             lsa.LinearSelfAttention,
             dict(dim=2),
@@ -1004,7 +1001,7 @@ SPECS.update(
             {},
             dict(fig="object"),
         ),
-        # checks (owned by the grading issue: probed, findings listed in OWNED_ELSEWHERE)
+        # checks
         **{
             f"checks.{name}": (getattr(checks, name), {arg: None}, {}, _answer(arg))
             for name, arg in [
@@ -1070,7 +1067,7 @@ SPECS.update(
             {},
             dict(enabled="flag"),
         ),
-        # studies (owned by the training issue: probed, findings listed in OWNED_ELSEWHERE)
+        # studies
         "studies.RunSpec": (
             lambda **kw: studies.build_model(studies.RunSpec(**kw)),
             dict(model="block", task="quadratic", context_len=5, seed=0, lr=0.01),
@@ -1161,7 +1158,7 @@ SPECS.update(
             {},
             dict(cohort="object", run="object"),
         ),
-        # train (owned by the training issue: probed, findings listed in OWNED_ELSEWHERE)
+        # train
         "train.Member": (
             lambda **kw: train.BatchedTrainer([train.Member(**kw)], batch_size=4).step(),
             dict(
@@ -1321,7 +1318,6 @@ def probed_names() -> set[str]:
 # Argument aliases a message may use instead of the parameter's name.
 # A Link's ``func`` is evaluated as ``f`` by the hermite functions it is passed to.
 ALIASES = {
-    "noise_var": ("rho",),
     "link": ("f",),
     "f": ("link",),
     "func": ("f",),
@@ -1489,11 +1485,9 @@ def hand_written(func, arg: str, kind: str, value) -> bool:
     return not any(_same_bad_value(value, bad) for bad in constraint.invalid())
 
 
-def probe(name: str, timeout: float | None = None):
+def probe(name: str, timeout: float = TIMEOUT_S):
     """Every (argument, mutation) of one callable: a list of (arg, label, outcome, detail)."""
     func, positional, keywords, kinds = SPECS[name]
-    if timeout is None:
-        timeout = KNOWN_HANG_TIMEOUT_S if name in OWNED_ELSEWHERE else TIMEOUT_S
     rows = []
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
@@ -1569,34 +1563,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ),
 }
 
-# Specs of modules this suite's owner may not edit (icl_book/attention/, train.py, studies.py:
-# the training issue; checks.py: the grading issue). They are probed like every other callable;
-# their findings are reported to the owners (python -m tests.test_probe_inputs lists them) and the
-# test is a strict xfail, so it fails (XPASS) once a module is fixed and must leave this list.
-_TRAINING = "icl_book/attention, train.py and studies.py belong to the training issue"
-_GRADING = "icl_book/checks.py belongs to the grading issue"
-OWNED_ELSEWHERE: dict[str, str] = {
-    **{
-        name: _TRAINING
-        # none left: every finding of attention/, train.py and studies.py is fixed
-        for name in ()
-    },
-    **{
-        name: _GRADING
-        # none left: every finding of checks.py is fixed
-        for name in ()
-    },
-}
 
-
-def _param(name):
-    if name in OWNED_ELSEWHERE:
-        reason = f"known findings, reported: {OWNED_ELSEWHERE[name]}"
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return name
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in sorted(SPECS)])
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_bad_inputs_get_a_clear_error_or_a_finite_answer(name):
     rows = probe(name)
     bad = [
@@ -1644,23 +1612,20 @@ def test_every_spec_starts_from_a_valid_call(name):
     func(**call)
 
 
-def summary() -> tuple[collections.Counter, collections.Counter]:
-    """Counts of each outcome over every spec, and over the specs owned elsewhere, printing every
-    finding (for the report and the owners: python -m tests.test_probe_inputs)."""
-    counts, elsewhere = collections.Counter(), collections.Counter()
+def summary() -> collections.Counter:
+    """Counts of each outcome over every spec, printing every finding
+    (for a report: python -m tests.test_probe_inputs)."""
+    counts = collections.Counter()
     for name in SPECS:
         for arg, label, outcome, detail in probe(name):
             counts[outcome] += 1
-            if name in OWNED_ELSEWHERE:
-                elsewhere[outcome] += 1
             if outcome not in ("clear", "accepted"):
-                owner = " [owned elsewhere]" if name in OWNED_ELSEWHERE else ""
-                print(f"{name}({arg}={label}): {outcome}{owner}: {detail}")
-    return counts, elsewhere
+                print(f"{name}({arg}={label}): {outcome}: {detail}")
+    return counts
 
 
 if __name__ == "__main__":
     start = time.perf_counter()
-    total, elsewhere = summary()
-    print(f"{len(SPECS)} specs; all: {dict(total)}; owned elsewhere: {dict(elsewhere)}")
+    total = summary()
+    print(f"{len(SPECS)} specs; all: {dict(total)}")
     print(f"{time.perf_counter() - start:.1f} s")

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from icl_book import simulate
+from icl_book._blas import OneBlasThread
 from icl_book.simulate import (
     gamma_errors,
     pretrain_reduced_lsa,
@@ -437,7 +438,7 @@ def test_sweep_points_choose_solver_and_sampler_by_name():
     np.testing.assert_allclose(rows["pcg"].icl, rows["dense"].icl, rtol=1e-8)
     np.testing.assert_allclose(rows["pcg"].idg, rows["dense"].idg, rtol=1e-8)
     wishart = simulate.sweep([base | {"sampler": "wishart"}], seeds=[0])[0]
-    with simulate._SingleBlasThread():  # as every sweep task
+    with OneBlasThread():  # as every sweep task
         direct = simulated_errors(8, 2.0, 3.0, 1.0, 0.1, 1e-3, rng=0, sampler="wishart")
     assert wishart.icl[0] == pytest.approx(direct.icl, rel=1e-12)
     with pytest.raises(ValueError, match=r"points\[0\]\['solver'\]"):

@@ -49,9 +49,9 @@ def test_table_is_tidy_and_matches_the_single_simulations(serial_table):
     first = serial_table[0]
     assert first.seeds == tuple(SEEDS) and first.kappa == np.inf and first.link is None
     # Each seed is simulated_errors with default_rng(seed): the same numbers (1 BLAS thread for both).
-    from icl_book.simulate import _SingleBlasThread
+    from icl_book._blas import OneBlasThread
 
-    with _SingleBlasThread():
+    with OneBlasThread():
         direct = [
             simulated_errors(24, 1.0, 0.5, 1.0, 0.01, rng=np.random.default_rng(s)) for s in SEEDS
         ]
@@ -69,10 +69,11 @@ def test_table_is_tidy_and_matches_the_single_simulations(serial_table):
 
 
 def test_nonlinear_point_uses_the_exact_nonlinear_error():
-    from icl_book.simulate import _SingleBlasThread, pretrain_reduced_lsa
+    from icl_book._blas import OneBlasThread
+    from icl_book.simulate import pretrain_reduced_lsa
 
     row = sweep([POINTS[3]], seeds=[5])[0]
-    with _SingleBlasThread():
+    with OneBlasThread():
         gamma, _ = pretrain_reduced_lsa(
             20, 1.0, 3.0, 2.0, 0.1, link=np.tanh, rng=np.random.default_rng(5)
         )
@@ -154,11 +155,11 @@ def test_bad_inputs_name_the_argument(points, seeds, error, match):
 
 def test_a_seed_may_be_a_seed_sequence_entropy():
     # (2026, 1, 0) seeds default_rng((2026, 1, 0)): streams keyed by several indices (booktools.explorer_data)
-    from icl_book.simulate import _SingleBlasThread
+    from icl_book._blas import OneBlasThread
 
     row = sweep([POINTS[1]], seeds=[(2026, 1, 0), 3])[0]
     assert row.seeds == ((2026, 1, 0), 3)
-    with _SingleBlasThread():
+    with OneBlasThread():
         direct = [
             simulated_errors(24, 1.0, 0.5, 1.0, 0.01, rng=np.random.default_rng(s))
             for s in ([2026, 1, 0], 3)
@@ -224,7 +225,7 @@ def test_load_table_refuses_an_unknown_name():
 COMPUTED_REL_TOL = {
     # e_ICL, e_IDG of a Γ pretrained by conjugate gradients: another summation order (another BLAS
     # kernel, or BLAS threads) moves them by up to ~1e-9 relative (measured at d = 80 with 1 and 2
-    # BLAS threads; simulate._SingleBlasThread). Measured between AVX-512, AVX2 and SSE4 kernels
+    # BLAS threads; icl_book._blas.OneBlasThread). Measured between AVX-512, AVX2 and SSE4 kernels
     # (NPY_DISABLE_CPU_FEATURES, OPENBLAS_CORETYPE): <= 9e-16.
     "icl": 1e-9,
     "idg": 1e-9,

@@ -17,7 +17,6 @@ import torch
 from icl_book import studies
 from icl_book.attention import (
     TransformerBlock,
-    glu_lsa_block_predict,
     glu_lsa_block_weights,
 )
 from icl_book.tasks import sample_linear_prompts, sample_quadratic_prompts
@@ -221,12 +220,18 @@ def test_prompts_and_flags_that_training_would_misread_are_refused():
 
 
 def test_study_runs_started_at_the_construction_are_the_construction():
+    """A construction run's block holds exactly the construction's weights (that this block computes
+    the NumPy construction is tests/test_glu.py's subject)."""
     cohort = next(c for c in studies.cohorts("glu") if c.name == "block10")
     run = next(r for r in cohort.runs if r.init == "construction")
-    q = studies.make_sampler(run, 30)(np.random.default_rng(1), 50)
-    pred = studies.build_model(run)(*(torch.as_tensor(a) for a in q[:3])).detach().numpy()
-    exact = glu_lsa_block_predict(*q[:3], glu_lsa_block_weights(4, 1.0, features="hermite"))
-    np.testing.assert_allclose(pred, exact, rtol=1e-10, atol=1e-12)
+    construction = TransformerBlock.from_weights(glu_lsa_block_weights(4, 1.0, features="hermite"))
+    started = dict(studies.build_model(run).named_parameters())
+    expected = dict(construction.named_parameters())
+    assert started.keys() == expected.keys()
+    for name, weight in expected.items():
+        torch.testing.assert_close(
+            started[name], weight, rtol=0, atol=0, msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
 def test_every_model_the_chapters_train_has_a_cohort():

@@ -148,9 +148,11 @@ KNOWN_LEAKS = {
     "shipped studies as text; it changes with their next export",
     "model: a string in ['studies.RunSpec'], another kind of value in ['studies.StudyRun', "
     "'train.Member', 'train.TrainResult', 'train.evaluate_in_context', 'train.predict_in_context', "
-    "'train.train_in_context']": "studies and train are owned by the training issue",
+    "'train.train_in_context']": "RunSpec.model names an architecture; chapters 5 and 6 select "
+    'runs by it (studies.select_runs(runs, model="block"))',
     "schedule: a string in ['train.BatchedTrainer', 'train.learning_rate', 'train.train_in_context'], "
-    "another kind of value in ['attention.DeepBCDWeights']": "attention.deep and train are owned by the training issue",
+    "another kind of value in ['attention.DeepBCDWeights']": "DeepBCDWeights.schedule is the "
+    'layer plan of deep.bcd_schedule; chapter 2 passes schedule="cosine" to train_in_context',
 }
 
 
@@ -190,27 +192,18 @@ def test_the_vocabulary_check_can_fail():
 
 
 @pytest.mark.parametrize(
-    "call, old, new",
+    "name, call",
     [
-        (
-            lambda **kw: __import__("icl_book.theory").theory.icl_error(1.0, 2.0, **kw),
-            "rho",
-            "noise_var",
-        ),
-        (
-            lambda **kw: __import__("icl_book.theory").theory.equivalent_linear_task(**kw),
-            "f",
-            "link",
-        ),
+        ("icl_error", dict(alpha=1.0, tau=2.0, rho=0.1)),
+        ("equivalent_linear_task", dict(f="tanh")),
     ],
 )
-def test_old_argument_names_still_work_with_a_deprecation_warning(call, old, new):
-    value = {"rho": 0.1, "f": "tanh"}[old]
-    with pytest.warns(DeprecationWarning, match=f"'{old}' is now called '{new}'"):
-        got = call(**{old: value})
-    assert got == call(**{new: value})
-    with pytest.raises(TypeError, match="pass 'noise_var' only|pass 'link' only"):
-        call(**{old: value, new: value})
+def test_old_argument_names_are_refused(name, call):
+    """A package never released keeps no alias for a renamed keyword (``rho``, ``f``)."""
+    from icl_book import theory
+
+    with pytest.raises(TypeError, match=r"unexpected keyword argument '(rho|f)'|missing .*'link'"):
+        getattr(theory, name)(**call)
 
 
 @pytest.mark.parametrize("name", ["rng", "generator"])
@@ -244,20 +237,6 @@ def test_gamma_is_only_ever_the_reduced_model():
         func(**call)
         with pytest.raises(ValueError, match=r"gamma must have shape \(d, d\+1\)"):
             func(**{**call, "gamma": np.eye(d)})
-
-
-def test_the_preconditioner_kept_its_old_keyword_with_a_warning():
-    import numpy as np
-
-    from icl_book import estimators
-    from tests.test_probe_inputs import _P_DIM, _PHI, _XQ, _XS, _YS
-
-    new = estimators.preconditioned_feature_step_predict(_XS, _YS, _XQ, _PHI, np.eye(_P_DIM))
-    with pytest.warns(DeprecationWarning, match="'gamma' is now called 'preconditioner'"):
-        old = estimators.preconditioned_feature_step_predict(
-            _XS, _YS, _XQ, feature_map=_PHI, gamma=np.eye(_P_DIM)
-        )
-    np.testing.assert_array_equal(old, new)
 
 
 def test_the_closed_form_risks_live_in_theory_only():

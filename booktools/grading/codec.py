@@ -50,7 +50,6 @@ import sys
 INT, FLOAT, COMPLEX, ARRAY = "i", "f", "c", "nd"
 TUPLE, LIST, DICT = "tu", "li", "di"
 NAMED_TUPLE, DATACLASS, FUNCTION, OPAQUE = "nt", "dc", "fn", "obj"
-TAGS = (INT, FLOAT, COMPLEX, ARRAY, TUPLE, LIST, DICT, NAMED_TUPLE, DATACLASS, FUNCTION, OPAQUE)
 _COMMON = frozenset({INT, FLOAT, COMPLEX, ARRAY, TUPLE, LIST, DICT, NAMED_TUPLE})
 GRADER_SENDS = _COMMON | {DATACLASS}  # what the kernel's decoder accepts
 KERNEL_SENDS = _COMMON | {FUNCTION, OPAQUE}  # what the grader's decoder accepts

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import copy
 import importlib
 import io
 import json
@@ -684,7 +683,3 @@ def grade_submission(
     for it in coding:
         results.setdefault(it.label, ExerciseResult(student, it.label, 0, it.points, "not run"))
     return finish()
-
-
-def _copy(nb):
-    return copy.deepcopy(nb)

@@ -34,7 +34,6 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._compat import renamed
 from .._declare import Array, Free, Integer, Interval, OrNone, declare
 from .._validate import (
     as_array,
@@ -84,7 +83,6 @@ def _weights(w_kq, w_pv, dim: int) -> tuple[np.ndarray, np.ndarray]:
     return square_matrix("w_kq", w_kq, dim + 1), square_matrix("w_pv", w_pv, dim + 1)
 
 
-@renamed(W_KQ="w_kq", W_PV="w_pv")
 @declare(
     Z=Array(),
     w_kq=Array(ndim=2),
@@ -279,7 +277,6 @@ def gd_lsa_weights(dim: int, eta: float, preconditioner=None) -> LSAWeights:
     return LSAWeights(w_kq, w_pv)
 
 
-@renamed(W_KQ="w_kq", W_PV="w_pv")
 @declare(
     xs=Array(ndim=3),
     ys=Array(ndim=2),
@@ -358,7 +355,6 @@ class LinearSelfAttention(torch.nn.Module):
         self.w_pv = initial_parameter(shape, init_scale, generator, dtype, device)
 
     @classmethod
-    @renamed(W_KQ="w_kq", W_PV="w_pv")
     def from_weights(
         cls, w_kq, w_pv, *, dtype: torch.dtype = torch.float64, device=None
     ) -> LinearSelfAttention:

@@ -54,7 +54,6 @@ from .solver import MATVEC_BLOCK as MATVEC_BLOCK
 from .solver import REFINE_TOL as REFINE_TOL
 from .solver import RidgeSolution, SolveInfo, solve_reduced_ridge
 from .sweeps import SweepResult, sweep
-from .sweeps import _SingleBlasThread as _SingleBlasThread
 
 __all__ = [
     "ReducedPrompts",

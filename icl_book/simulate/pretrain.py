@@ -13,7 +13,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas import one_blas_thread
-from .._compat import NOISE_VAR, renamed
 from .._declare import Array, Cost, Integer, Interval, Options, OrNone, Rng, declare
 from .._validate import (
     generator,
@@ -72,7 +71,6 @@ def _mc_cost(a) -> tuple[float, float]:
     return float(a["n_test"]) * (500.0 + 150.0 * ell + 3.0 * d * d), 0.0
 
 
-@renamed(rho="noise_var")
 @declare(
     dim=Integer(1, MAX_DIM),
     alpha=_RATIO,
@@ -148,7 +146,7 @@ def pretrain_reduced_lsa(
     ell, n, k = problem_sizes(dim, alpha, tau, kappa)
     # the n prompts' (n, d + 1) features and (n, d) queries, before anything is drawn
     size_limit("tau * dim**2 * (dim + 1), the pretraining features,", n * (dim + 1))
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     ridge = nonnegative_float("ridge", ridge)
     pool = None if k is None else sample_task_pool(k, dim, rng=rng)
     prompts = sample_reduced_prompts(
@@ -166,7 +164,6 @@ def pretrain_reduced_lsa(
     return PretrainedLSA(gamma, pool)
 
 
-@renamed(rho="noise_var")
 @declare(
     gamma=Array(ndim=2),
     alpha=Interval(0.0, MAX_DIM * 1e12, "neither"),
@@ -189,7 +186,6 @@ def gamma_errors(gamma, alpha: float, noise_var: float, task_pool=None) -> Simul
     return SimulatedErrors(icl, error_of_gamma(gamma, alpha, noise_var, task_pool=task_pool))
 
 
-@renamed(rho="noise_var")
 @declare(
     dim=Integer(1, MAX_DIM),
     alpha=_RATIO,
@@ -250,7 +246,6 @@ class MCError(NamedTuple):
     n_test: int
 
 
-@renamed(f="link", rho="noise_var")
 @declare(
     gamma=Array(ndim=2),
     link=_LINK,
@@ -310,7 +305,7 @@ def mc_error(gamma, link, alpha, noise_var, *, task_pool=None, n_test, rng) -> M
     dim = gamma.shape[0]
     link = _teacher(link, allow_none=True)
     alpha = positive_float("alpha", alpha)
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     n_test = positive_int("n_test", n_test, minimum=2)
     ell = _round_half_up(alpha * dim)
     if ell < 1:

@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas import one_blas_thread
-from .._compat import NOISE_VAR, renamed
 from .._declare import (
     AnyOf,
     Array,
@@ -178,7 +177,6 @@ def _wishart_context(rng, b: int, ell: int, dim: int, norm, sd_noise: float):
     return c1 * t / math.sqrt(dim), t * t + sd_noise**2 * c2
 
 
-@renamed(n_prompts="batch", rho="noise_var")
 @declare(
     batch=Integer(1, None),
     context_len=Integer(1, None),
@@ -240,7 +238,7 @@ def sample_reduced_prompts(
     # h is (batch, dim + 1) and each block draws (rows, context_len): refuse sizes before allocating
     size_limit("batch * (dim + 1)", n * (dim + 1))
     size_limit("context_len * dim", ell * dim)
-    noise_var = nonnegative_float(NOISE_VAR, noise_var)
+    noise_var = nonnegative_float("noise_var", noise_var)
     return_tasks = flag("return_tasks", return_tasks)
     if link is not None and not callable(link):
         raise TypeError(f"link must be a callable R -> R or None, got {type(link).__name__}")

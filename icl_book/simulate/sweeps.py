@@ -7,7 +7,6 @@ package's one mean ± standard-error helper): the same table, bit for bit, on ev
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -55,28 +54,11 @@ class SweepResult(NamedTuple):
     idg_sem: float
 
 
-#: One BLAS thread inside each sweep task (:mod:`icl_book._blas`, threadpoolctl). Multi-threaded BLAS
-#: splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs in its last bits
-#: (measured: ~1e-9 relative in ``e_ICL`` at d = 80); one thread makes a task's numbers independent of the
-#: caller's and the worker's thread settings, on one machine. The limit is reference-counted across
-#: threads (a thread-pool sweep shares the process's BLAS).
-_SingleBlasThread = OneBlasThread
-
-
 def _sweep_point(index: int, point) -> dict:
     """Validate one point of :func:`sweep` (a mapping of :data:`SWEEP_KEYS`); return a plain, picklable dict."""
     where = f"points[{index}]"
     if not isinstance(point, Mapping):
         raise TypeError(f"{where} must be a mapping of {SWEEP_KEYS}, got {type(point).__name__}")
-    if "rho" in point:  # the label noise's old name (CONTRIBUTING: one name for one thing)
-        if "noise_var" in point:
-            raise ValueError(
-                f"{where} has both 'rho' and its new name 'noise_var'; pass 'noise_var'"
-            )
-        warnings.warn(
-            f"{where}: the key 'rho' is now called 'noise_var'", DeprecationWarning, stacklevel=3
-        )
-        point = {("noise_var" if k == "rho" else k): v for k, v in point.items()}
     unknown = sorted(set(point) - set(SWEEP_KEYS), key=str)
     if unknown:
         raise ValueError(f"{where} has unknown keys {unknown}; accepted keys are {SWEEP_KEYS}")
@@ -141,7 +123,12 @@ def _seed(where: str, seed) -> int | tuple[int, ...]:
 def _sweep_task(point: dict, seed: int | tuple[int, ...]) -> tuple[float, float]:
     """One simulation of :func:`sweep`: pretrain with ``default_rng(seed)``, return the exact ``(e_ICL, e_IDG)``."""
     link = _teacher(point["link"], allow_none=True)
-    with _SingleBlasThread():
+    # One BLAS thread inside each sweep task (:mod:`icl_book._blas`, threadpoolctl). Multi-threaded BLAS
+    # splits sums differently, so the same simulation run with 1 or 2 BLAS threads differs in its last bits
+    # (measured: ~1e-9 relative in ``e_ICL`` at d = 80); one thread makes a task's numbers independent of the
+    # caller's and the worker's thread settings, on one machine. The limit is reference-counted across
+    # threads (a thread-pool sweep shares the process's BLAS).
+    with OneBlasThread():
         gamma, pool = pretrain_reduced_lsa(
             point["dim"],
             point["alpha"],
@@ -191,7 +178,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
     :func:`icl_book.theory.nonlinear_error_of_gamma` for a link). Tasks go to ``executor.submit`` — any
     :class:`concurrent.futures.Executor`: a ``ProcessPoolExecutor`` on one machine, or a dask cluster's
     ``distributed.Client(...).get_executor()`` unchanged. The table is the same, bit for bit, whatever the
-    executor: each task seeds its own generator, runs its BLAS on one thread (:class:`_SingleBlasThread`), and
+    executor: each task seeds its own generator, runs its BLAS on one thread (``icl_book._blas.OneBlasThread``), and
     results are ordered by ``(point, seed)``, never by completion.
 
     Parameters
