@@ -423,7 +423,7 @@ def _continue_when_unanswered(enabled):
     try:
         return checks.continue_when_unanswered(enabled)
     finally:
-        checks._CONTINUE_WHEN_UNANSWERED = False  # never leave the probe's setting behind
+        checks.continue_when_unanswered(False)  # never leave the probe's setting behind
 
 
 def _answer(label):
