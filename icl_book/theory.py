@@ -18,6 +18,10 @@ model predicts ``ŷ = ⟨Γ, H_Z⟩`` with ``Γ ∈ R^{d×(d+1)}``.
   task and the excess risk of one whitened GD step on Hermite features (chapter 5).
 
 Divergent points return ``inf``: the ridgeless error at ``τ = 1`` exactly (the interpolation peak).
+
+One job: the closed forms the chapters' simulations are checked against. They share one set of
+declared ranges and their checks (``MIN_RATIO``, ``MAX_NOISE_VAR``, ``MAX_GD_ENTRY``, …, documented as
+``theory.X``), and chapter 4's formulas are chapter 3's at a mapped noise.
 """
 
 from __future__ import annotations
