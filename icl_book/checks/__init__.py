@@ -22,15 +22,15 @@ the release can give such an exercise partial credit (the share of parts passed)
 The package is split by job, one module per chapter in book order; every public name is imported
 here and documented as ``icl_book.checks.X``:
 
-- ``_core`` (private): what every check is built on: verdicts, :func:`call_answer`,
+- ``_core`` (private) -- what every check is built on: verdicts, :func:`call_answer`,
   :func:`require_close`, parts, the inputs drawn under the grader.
-- :mod:`icl_book.checks.ch00_prologue` -- ``prologue-ex<N>`` (chapter 0).
-- :mod:`icl_book.checks.ch01_hermite` -- ``hermite-ex<N>`` (chapter 1).
-- :mod:`icl_book.checks.ch02_lsa` -- ``lsa-ex<N>`` (chapter 2).
-- :mod:`icl_book.checks.ch03_asymptotics` -- ``asymptotics-ex<N>`` (chapter 3).
-- :mod:`icl_book.checks.ch04_nonlinear` -- ``nonlinear-ex<N>`` (chapter 4).
-- :mod:`icl_book.checks.ch05_glu` -- ``glu-ex<N>`` (chapter 5).
-- :mod:`icl_book.checks.ch06_depth` -- ``depth-ex<N>`` (chapter 6).
+- ``ch00_prologue`` -- ``prologue-ex<N>`` (chapter 0).
+- ``ch01_hermite`` -- ``hermite-ex<N>`` (chapter 1).
+- ``ch02_lsa`` -- ``lsa-ex<N>`` (chapter 2).
+- ``ch03_asymptotics`` -- ``asymptotics-ex<N>`` (chapter 3).
+- ``ch04_nonlinear`` -- ``nonlinear-ex<N>`` (chapter 4).
+- ``ch05_glu`` -- ``glu-ex<N>`` (chapter 5).
+- ``ch06_depth`` -- ``depth-ex<N>`` (chapter 6).
 """
 
 from __future__ import annotations
