@@ -112,6 +112,7 @@ def equivalent_linear_task(link, noise_var=0.0) -> EquivalentTask:
 
     Examples
     --------
+    >>> import numpy as np
     >>> mu1, rho_eff = equivalent_linear_task(np.sign, noise_var=0.1)
     >>> print(f"{mu1:.6f} {rho_eff:.6f}")  # √(2/π) and 0.1 + 1 − 2/π
     0.797885 0.463380
@@ -195,6 +196,7 @@ def nonlinear_icl_error(link, alpha, tau, kappa=np.inf, noise_var=0.0, ridge=0.0
 
     Examples
     --------
+    >>> import numpy as np
     >>> e = nonlinear_icl_error(np.abs, 2.0, 3.0, noise_var=0.1)  # μ_1 = 0: (1 + 0.1) · 3/2
     >>> print(f"{e:.4f}")
     1.6500
@@ -303,6 +305,7 @@ def nonlinear_error_of_gamma(gamma, link, alpha, noise_var, task_pool=None) -> f
 
     Examples
     --------
+    >>> import numpy as np
     >>> gamma = np.zeros((4, 5))  # predicts 0: the error is E f² + ρ
     >>> print(f"{nonlinear_error_of_gamma(gamma, np.sign, 2.0, 0.1):.4f}")
     1.1000
