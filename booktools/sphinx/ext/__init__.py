@@ -36,8 +36,8 @@
   ``booktools.editions`` needs (:func:`book_index`), as plain JSON with a format version, so the
   editions never read Sphinx's private pickled environment.
 
-The parts, one private module each, registered by :func:`setup` in this order (the order of handlers
-on one event):
+The parts, one private module each, registered by :func:`setup` in this order (the order of
+handlers on one event):
 
 - ``_theme``: the duplicate scripts and the theme's default colour mode.
 - ``_pdf``: the PDF's front, main and back matter, cross-chapter exercise references, long tables,
@@ -45,8 +45,10 @@ on one event):
 - ``_bibliography``: the author–year labels.
 - ``_proofs``: ∎ at the end of proofs and the proof index.
 - ``_solutions``: the solution markers dropped from shown code.
-- ``_subject_index``: the subject index (its terms as plain text: ``_text``, TeX as plain text).
+- ``_subject_index``: the subject index.
 - ``_book_index``: the book's index for the notebook editions.
+- ``_text``: TeX as plain text, for titles and index entries (``_proofs`` and ``_subject_index``
+  use it; it registers nothing).
 """
 
 from __future__ import annotations
