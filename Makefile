@@ -70,7 +70,7 @@ execute: $(STAMP)
 	$(MAKE) --no-print-directory editions
 
 # The plain-notebook editions that Colab and Jupyter open (booktools/editions.py); numbers and titles come
-# from the index every book build writes (_build/book-index.json, booktools/sphinx/ext.py), or from a
+# from the index every book build writes (_build/book-index.json, booktools/sphinx/ext), or from a
 # temporary read of the book when that is stale.
 editions: $(STAMP)
 	$(BIN)/python -m booktools.editions build
@@ -194,7 +194,7 @@ test: $(STAMP) browser bubblewrap
 # TeX packages are installed when missing and we are root (as the browser stage installs chromium; CI's
 # runner is root), else the apt-get line is printed. An HTML build made while the PDF exists publishes
 # it as _build/html/icl-book.pdf and links it from the introduction and every page's download menu
-# (booktools/sphinx/ext.py), so `make pdf html` gives a site with the PDF, as `make publish` does. An
+# (booktools/sphinx/ext/_pdf.py), so `make pdf html` gives a site with the PDF, as `make publish` does. An
 # HTML build without a PDF has no such link, so no link is ever dead.
 pdf: $(STAMP)
 	@command -v xelatex >/dev/null 2>&1 && command -v latexmk >/dev/null 2>&1 && fc-list | grep -q "DejaVu Sans Mono" || { \

@@ -16,7 +16,7 @@
     in: "∈", top: "⊤", R: "ℝ", E: "𝔼", ell: "ℓ", pm: "±", eICL: "e_ICL", eIDG: "e_IDG", Normal: "𝒩",
     frac: "", sqrt: "√", mid: "|", lVert: "‖", rVert: "‖", Vert: "‖", langle: "⟨", rangle: "⟩",
   };
-  // The same rules as booktools/sphinx/ext.py's tex_to_text (the index pages' titles).
+  // The same rules as booktools/sphinx/ext/_text.py's tex_to_text (the index pages' titles).
   const group = (arg) => (arg.trim().length > 1 ? `(${arg.trim()})` : arg.trim());
   const texToText = (tex) =>
     tex

@@ -20,6 +20,9 @@ parameter used as a subscripted family, or a bare registered letter redefined; :
 an unregistered symbol used in several chapters; :func:`second_names` two variants of a letter defined by one
 formula. A registered letter given a new meaning without any formula or subscript (an eigenvalue written
 $\\lambda$ in a density) is not seen: such a use reads like the registered one.
+
+One job: one symbol, one meaning: the registry and the scans that hold the chapters to it change
+together (a symbol's forms are the patterns the scans match; the page is the registry rendered).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ The closed-form risks that chapters 0, 2 and 5 compare these predictors with (``
 ``best_one_step_eta``, ``optimal_preconditioner``, ``optimal_preconditioned_risk``, ``best_linear_risk_quadratic``,
 ``hermite_one_step_excess_risk``) live in :mod:`icl_book.theory`, where they are documented and where the chapters
 call them.
+
+One job: in-context predictors with the one interface ``(xs, ys, x_query) -> (B,)``; the module is
+long because there are about twenty of them, each short, not because it does several things.
 """
 
 from __future__ import annotations

@@ -45,6 +45,10 @@ precision cannot do better, because ``μ_k`` itself grows like ``√k!`` (``μ_1
 
 The named links of chapter 1 live in :data:`LINKS` with their closed forms
 (:meth:`Link.closed_form_coefficients`, the field ``Link.second_moment_exact``); ``tanh`` has none.
+
+One job: the Hermite expansion of a function under N(0, 1): its polynomials, the quadrature that
+computes its coefficients (most of the module, all private) and the named links whose closed forms
+test that quadrature.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ on a mix of context lengths is validated at every length of the mix.
 Training a study takes hours of CPU (``python -m booktools.train_study NAME``, resumable: it saves a
 checkpoint as it goes); the results ship as package data (``icl_book/data/study_<name>.npz``) and
 :func:`load_study` reads them.
+
+One job: a study from its definition to its shipped file: the fields of a cohort and its runs are
+what training writes and loading reads back, so they change together.
 """
 
 from __future__ import annotations

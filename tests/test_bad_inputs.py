@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icl_book import estimators, features, hermite, simulate, tasks, theory
-from icl_book.attention import deep
+from icl_book.attention import deep, schedule
 
 RNG = np.random.default_rng(0)
 
@@ -111,10 +111,10 @@ def test_feature_block_refuses_non_integer_indices():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: deep.bcd_schedule(30, 6, 10), "too large"),
+        (lambda: schedule.bcd_schedule(30, 6, 10), "too large"),
         (lambda: hermite.hermite_he(10**8, 1.0), "k must be an integer"),
         (lambda: hermite.double_factorial(10**7), "n must be an integer"),
-        (lambda: deep.min_deep_width(3, 3, kind="x"), "kind must be one of"),
+        (lambda: schedule.min_deep_width(3, 3, kind="x"), "kind must be one of"),
     ],
 )
 def test_explosive_sizes_fail_fast(call, match):

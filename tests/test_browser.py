@@ -326,7 +326,7 @@ def test_figures_are_legible_on_a_phone_and_open_full_size(site, page):
 @pytest.mark.browser
 @pytest.mark.parametrize("page", PAGES)
 def test_no_solution_markers_and_one_search_field(site, page):
-    # nbgrader's markers are authoring marks (booktools/sphinx/ext.py drops them from the book's code);
+    # nbgrader's markers are authoring marks (booktools/sphinx/ext drops them from the book's code);
     # pydata-sphinx-theme 0.17 drew a second search field in a header bar at 1280 px (icl.css hides it).
     m = measure(site, page)
     assert m["markers"] == 0, f"{m['markers']} '### BEGIN/END SOLUTION' lines in the page's code"
@@ -715,7 +715,7 @@ def test_the_checks_fail_on_markers_a_second_search_field_and_a_keyboard_stuck_f
 @pytest.mark.browser
 def test_a_first_visit_logs_no_theme_mode_error(site):
     # Loaded stores a colour mode before the page loads; a reader's first visit has none, and the theme
-    # logged "Got invalid theme mode: . Resetting to auto." until default_mode was set (booktools/sphinx/ext.py).
+    # logged "Got invalid theme mode: . Resetting to auto." until default_mode was set (booktools/sphinx/ext).
     url, chromium = site
     context = chromium.new_context(**DESKTOP)
     try:

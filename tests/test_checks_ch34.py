@@ -233,7 +233,7 @@ def test_hermite_links_still_there():
 
 def test_asymptotics_ex4_reference_is_cached_by_its_inputs():
     """The check's reference simulations are cached by (τ, ρ, seed): a cached value is a fresh run's."""
-    ref = checks._asymptotics_ex4_reference
+    ref = checks.ch03_asymptotics._asymptotics_ex4_reference
     ref.cache_clear()
     first = ref(8.0, 0.5, 3)
     fresh = simulated_errors(40, 1.0, 8.0, np.inf, 0.5, rng=np.random.default_rng(3), tol=1e-6)

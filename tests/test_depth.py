@@ -340,7 +340,7 @@ def _plain_compact(plan, n_scratch: int, rank, kind):
         progress = True
         while progress:
             progress = False
-            carriers, _ = A.deep._carriers(feats, kind, rank)
+            carriers, _ = A.schedule._carriers(feats, kind, rank)
             if len(feats[b]) >= n_scratch:
                 break
             prev = set(feats[b - 1]) | set(carriers[b - 1]) if b > 0 else set()
@@ -349,13 +349,13 @@ def _plain_compact(plan, n_scratch: int, rank, kind):
                 key=lambda ca: (ca[1] not in carriers[b], rank[ca[1]]),
             )
             for c, a in candidates:
-                if not all(r in prev for r in A.deep._requirements(a, kind)):
+                if not all(r in prev for r in A.schedule._requirements(a, kind)):
                     continue
                 trial = [list(f) for f in feats]
                 trial[c].remove(a)
                 trial[b].append(a)
                 trial[b].sort(key=rank.__getitem__)
-                new_carriers, first_needs = A.deep._carriers(trial, kind, rank)
+                new_carriers, first_needs = A.schedule._carriers(trial, kind, rank)
                 if first_needs or any(
                     len(f) + len(k) > n_scratch for f, k in zip(trial, new_carriers, strict=True)
                 ):
@@ -365,7 +365,7 @@ def _plain_compact(plan, n_scratch: int, rank, kind):
                 break
     while feats and not feats[-1]:
         feats.pop()
-    carriers, first_needs = A.deep._carriers(feats, kind, rank)
+    carriers, first_needs = A.schedule._carriers(feats, kind, rank)
     assert not first_needs  # the first layer follows the embedding: it needs nothing
     return [(tuple(f), c) for f, c in zip(feats, carriers, strict=True)]
 
@@ -380,7 +380,7 @@ def test_fast_planner_gives_the_plain_planners_plan(monkeypatch):
         if n_features(d, p) <= 120
     ]
     fast = {c: A.bcd_schedule(*c[:3], kind=c[3]) if _plans(c) else None for c in cases}
-    monkeypatch.setattr(A.deep, "_compact", _plain_compact)
+    monkeypatch.setattr(A.schedule, "_compact", _plain_compact)
     for c in cases:
         if fast[c] is not None:
             assert A.bcd_schedule(*c[:3], kind=c[3]) == fast[c], c

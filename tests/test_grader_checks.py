@@ -121,7 +121,7 @@ def test_the_grading_seed_changes_the_inputs_and_is_reproducible():
 
 
 def test_a_failed_check_shows_only_its_hint_in_ipython():
-    """A failed check's traceback through checks.py would print reference source
+    """A failed check's traceback through icl_book/checks/ would print reference source
     (``exact = LINKS["relu"].closed_form_coefficients(14)``); IPython shows its hint only."""
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -138,7 +138,7 @@ def test_a_failed_check_shows_only_its_hint_in_ipython():
         )
     text = out.getvalue()
     assert "Hint" in text
-    assert "closed_form_coefficients" not in text and "checks.py" not in text, text
+    assert "closed_form_coefficients" not in text and "ch01_hermite.py" not in text, text
 
 
 def test_a_table_of_lsa_ex1_answers_passes_in_the_notebook_but_not_under_the_grader():

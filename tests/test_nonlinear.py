@@ -1,4 +1,4 @@
-"""Tests of chapter 4: the nonlinearity–noise equivalence (theory.py and simulate.py, ``nonlinear`` sections)."""
+"""Tests of chapter 4: the nonlinearity–noise equivalence (``theory.nonlinear`` and simulate.py)."""
 
 from __future__ import annotations
 

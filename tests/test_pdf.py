@@ -4,7 +4,7 @@
 missing and it runs as root) and fails when its log records a missing character, an undefined reference or
 a box overfull by more than 5 pt (`booktools/pdf_log.py`, attacked below). `make test` runs it as a stage
 of its own before the HTML build, which then publishes the PDF as `_build/html/icl-book.pdf` and links it
-from the introduction and every page's download menu (`booktools/sphinx/ext.py`); the tests here read
+from the introduction and every page's download menu (`booktools/sphinx/ext/_pdf.py`); the tests here read
 those two builds, so the PDF is built once per `make test`. Without them they fail and name the command.
 An HTML build without the PDF links to no PDF at all (tested on a one-page book below), so no link is
 ever dead.

@@ -45,7 +45,7 @@ from icl_book import (
     theory,
     train,
 )
-from icl_book.attention import deep, glu, layers, lsa
+from icl_book.attention import deep, glu, layers, lsa, schedule
 
 TIMEOUT_S = 5.0
 
@@ -307,13 +307,13 @@ SPECS = {
         ),
     ),
     "attention.bcd_schedule": (
-        deep.bcd_schedule,
+        schedule.bcd_schedule,
         dict(dim=2, degree=2, n_scratch=3),
         {},
         dict(dim="int", degree="int", n_scratch="int"),
     ),
     "attention.min_deep_width": (
-        deep.min_deep_width,
+        schedule.min_deep_width,
         dict(dim=2, degree=3),
         {},
         dict(dim="int", degree="int"),
@@ -423,7 +423,7 @@ def _continue_when_unanswered(enabled):
     try:
         return checks.continue_when_unanswered(enabled)
     finally:
-        checks._CONTINUE_WHEN_UNANSWERED = False  # never leave the probe's setting behind
+        checks.continue_when_unanswered(False)  # never leave the probe's setting behind
 
 
 def _answer(label):

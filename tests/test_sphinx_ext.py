@@ -1,4 +1,4 @@
-"""Unit tests of the book's Sphinx extension (``booktools/sphinx/ext.py``) that need no build: its text
+"""Unit tests of the book's Sphinx extension (``booktools/sphinx/ext/``) that need no build: its text
 transforms, on inputs written here. The rendered pages are checked in ``tests/test_browser.py``."""
 
 from __future__ import annotations

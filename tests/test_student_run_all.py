@@ -6,7 +6,7 @@ kernel, cell after cell, stopping at the first error.
   (inside the check), top-level answers keep the ``None`` set above their stub, and the edition's
   second code cell (``continue_when_unanswered``) makes unanswered checks report instead of raise.
 - A wrong answer stops there with the hint as the cell's only output line (``CheckFailed`` renders as
-  its message in IPython), not a traceback through ``checks.py``.
+  its message in IPython), not a traceback through ``icl_book/checks/``.
 - Derivation exercises (statement opening with ``*Derivation.*``) get no code stub: their numerical
   confirmations carry no solution markers (CONTRIBUTING), so the student edition drops them.
 

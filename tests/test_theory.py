@@ -221,7 +221,7 @@ def test_check_asymptotics_ex3():
 
 def _icl_ridge_mp(alpha, tau, kappa, rho, lam):
     """The ridge e_ICL formula, term by term as SCIENCE.md writes it, in 80-digit arithmetic (mpmath):
-    the reference for the double-precision rearrangement of ``theory._icl_ridge``."""
+    the reference for the double-precision rearrangement of ``theory.asymptotics._icl_ridge``."""
     import mpmath as mp
 
     with mp.workdps(80):

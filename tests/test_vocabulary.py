@@ -152,7 +152,7 @@ KNOWN_LEAKS = {
     'runs by it (studies.select_runs(runs, model="block"))',
     "schedule: a string in ['train.BatchedTrainer', 'train.learning_rate', 'train.train_in_context'], "
     "another kind of value in ['attention.DeepBCDWeights']": "DeepBCDWeights.schedule is the "
-    'layer plan of deep.bcd_schedule; chapter 2 passes schedule="cosine" to train_in_context',
+    'layer plan of schedule.bcd_schedule; chapter 2 passes schedule="cosine" to train_in_context',
 }
 
 

@@ -1,6 +1,6 @@
 /* iclTheory.js: Lu et al.'s asymptotic errors of pretrained linear attention, in the browser.
  *
- * The closed forms of icl_book/theory.py (the book's reference implementation), written again, not
+ * The closed forms of icl_book/theory/ (the book's reference implementation), written again, not
  * ported line by line: the ridgeless in-context error e_ICL ("Result 1", both tau branches, kappa finite
  * or Infinity), the ridgeless in-distribution error e_IDG, the ridge e_ICL (the positive root of the
  * self-consistency equation, bracketed, scanned on a 65-point log grid, then Brent's method as in

@@ -5,7 +5,10 @@
 - :mod:`icl_book.attention.lsa` -- linear self-attention: the update, the one-step-GD construction
   and the trainable layer.
 - :mod:`icl_book.attention.glu` -- GLU feed-forward layers and the LSA+GLU block.
-- :mod:`icl_book.attention.deep` -- deep stacks of blocks and block-coordinate descent.
+- :mod:`icl_book.attention.schedule` -- the plan of a deep block-coordinate stack: which features
+  (and carriers) each layer of a cycle writes.
+- :mod:`icl_book.attention.deep` -- deep stacks of blocks and block-coordinate descent: the exact
+  construction's weights, the unconstrained deep transformer and learned block-coordinate descent.
 
 The NumPy functions take column tokens ``(B, D, N+1)``; the torch modules take prompts
 ``(xs, ys, x_query)`` and work on row tokens ``(B, N+1, D)``; the last token is the query.
@@ -15,11 +18,9 @@ from .deep import (
     DeepBCDWeights,
     DeepTransformer,
     LearnedBCD,
-    bcd_schedule,
     deep_bcd_weights,
     deep_forward,
     deep_predict,
-    min_deep_width,
 )
 from .glu import (
     GLUFeedForward,
@@ -45,6 +46,7 @@ from .lsa import (
     lsa_update,
     token_matrix,
 )
+from .schedule import bcd_schedule, min_deep_width
 
 __all__ = [
     # lsa
@@ -73,9 +75,10 @@ __all__ = [
     "DeepBCDWeights",
     "DeepTransformer",
     "LearnedBCD",
-    "bcd_schedule",
     "deep_bcd_weights",
     "deep_forward",
     "deep_predict",
+    # schedule
+    "bcd_schedule",
     "min_deep_width",
 ]
