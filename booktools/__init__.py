@@ -5,12 +5,13 @@ Commands are ``python -m booktools.<module> ...``; every tool that reads the rep
 ``tables`` and ``train_study``, which read and write paths relative to the current directory (run
 them from the repository root). The modules, one job each:
 
-- ``chapters``: the one list of chapters (read from ``_toc.yml``) and their titles.
+- ``chapters``: the book model: ``_toc.yml``'s chapters, their course data, their typed cells.
 - ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.
 - ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
 - ``assignments``: a chapter's student, instructor and nbgrader notebooks; the assignments' commands.
 - ``grading``: the autograder: scores, sandbox, wire format, batch grading, report and gradebook.
+- ``release_format``: the release's cell metadata, which the assignments write and the grader reads.
 - ``notation``: the registry of the book's symbols (one symbol, one meaning).
 - ``tables``: the stored sweep tables of chapters 3 and 4.
 - ``explorer_data``: the theory explorer's data.

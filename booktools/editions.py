@@ -48,7 +48,12 @@ import nbformat
 import yaml
 
 from booktools import add_root_option, find_root
-from booktools.chapters import chapter_notebooks
+from booktools.chapters import (
+    chapter_notebooks,
+    chapter_sources,
+    install_cell_span,
+    solution_chunks,
+)
 from booktools.myst import SOLUTION_TITLE
 from booktools.sphinx.ext import BOOK_INDEX_VERSION, book_index_path
 from booktools.wheel import package_version, wheel_name, wheel_sha256
@@ -389,8 +394,7 @@ def write_install_cells(root: Path, chapters: list[str] | None = None) -> list[P
     root = Path(root)
     want = install_cell(root)
     written = []
-    fence = re.compile(r"(```\{code-cell\} ipython3\n(?::[^\n]*\n)*\n)(.*?)(\n```)", re.S)
-    sources = sorted((root / "chapters").glob("[0-9][0-9]_*.md"))
+    sources = chapter_sources(root)
     if chapters is not None:
         chosen = [md for md in sources if any(md.stem.startswith(c) for c in chapters)]
         unknown = [c for c in chapters if not any(md.stem.startswith(c) for md in sources)]
@@ -399,11 +403,12 @@ def write_install_cells(root: Path, chapters: list[str] | None = None) -> list[P
         sources = chosen
     for md in sources:
         text = md.read_text()
-        m = fence.search(text)
-        if m is None:
-            raise EditionError(f"{md.name}: no code cell")
-        if m[2] != want:
-            md.write_text(text[: m.start(2)] + want + text[m.end(2) :])
+        try:
+            start, end = install_cell_span(text)
+        except ValueError:
+            raise EditionError(f"{md.name}: no code cell") from None
+        if text[start:end] != want:
+            md.write_text(text[:start] + want + text[end:])
             written.append(md)
         nb_path = md.with_suffix(".ipynb")
         if not nb_path.exists():
@@ -1052,9 +1057,8 @@ def convert_notebook(index: BookIndex, src, stem: str) -> nbformat.NotebookNode:
     for cell in src.cells:
         if cell.cell_type == "markdown":
             # Split at solution boundaries so that each part is collapsed (or not) on its own.
-            tokens = conv.md.parse(cell.source)
             parts: list[tuple[_Solution | None, list[str]]] = [(conv.solution, [])]
-            for chunk in _top_level_chunks(conv, cell.source, tokens):
+            for chunk in solution_chunks(cell.source):
                 before = conv.solution
                 text = conv.blocks(chunk)
                 if conv.solution is not before:  # a solution boundary
@@ -1105,20 +1109,6 @@ def convert_notebook(index: BookIndex, src, stem: str) -> nbformat.NotebookNode:
         cell["id"] = f"cell-{i:03d}"
     new.cells = cells
     return new
-
-
-def _top_level_chunks(conv: Converter, source: str, tokens) -> list[str]:
-    """The source of a Markdown cell cut at its top-level solution-start / solution-end directives (by the
-    parser's line map), so the converter can switch between collapsed and visible text."""
-    lines = source.split("\n")
-    cuts = [0]
-    for t in tokens:
-        if t.level == 0 and t.type in ("fence", "colon_fence") and t.map:
-            name = t.info.strip().split(" ")[0]
-            if name in ("{solution-start}", "{solution-end}"):
-                cuts += [t.map[0], t.map[1]]
-    cuts.append(len(lines))
-    return ["\n".join(lines[a:b]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _dumps(nb) -> str:

@@ -1,9 +1,9 @@
 """What the book's MyST chapters and their notebooks say about exercises: check calls and titles.
 
-One place for the parsing that the editions, the assignments and the grader share (the grader must not
-import the assignment builder, which imports the grader): which ``check_<chapter>_ex<N>`` a cell calls,
-the exercise label of a check, the module a notebook imports its checks from, and the title line of a
-collapsed solution cell.
+One place for the reading of a cell's Python that the book model (``booktools.chapters``), the
+editions, the assignments and the grader share: which ``check_<chapter>_ex<N>`` a cell calls, the
+exercise label of a check, the module a notebook imports its checks from, and the title line of a
+collapsed solution cell. (The chapters' Markdown structure is the book model's.)
 """
 
 from __future__ import annotations

@@ -22,12 +22,13 @@ import jupytext
 import pytest
 
 from booktools import notebooks
+from booktools.chapters import chapter_notebooks, chapter_sources
 
 from .conftest import ROOT
 
 CHAPTERS = ROOT / "chapters"
-EXECUTED = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
-SOURCES = sorted(CHAPTERS.glob("[0-9][0-9]_*.md"))
+EXECUTED = chapter_notebooks(ROOT)
+SOURCES = chapter_sources(ROOT)
 
 BAD_WORD = re.compile(r"(?<![\w.])(None|nan|NaN|NAN|-?inf|-?Inf)(?![\w])")
 INF_WORD = re.compile(r"^-?[iI]nf$")

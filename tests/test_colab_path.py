@@ -51,6 +51,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from booktools import editions, fresh_venv
+from booktools.chapters import chapter_notebooks, chapter_sources
 from booktools.wheel import build_wheel, wheel_inputs, wheel_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ def _first_code_cell(path):
 
 def _install_cell_files():
     """Every chapter source, executed chapter and Colab edition (their first code cell installs)."""
-    sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+    sources = chapter_sources(ROOT)
     assert sources, "no chapters"
     files = [
         *sources,
@@ -481,9 +482,7 @@ def _undeclared_imports(source: str, allowed: set[str]) -> list[str]:
     )
 
 
-@pytest.mark.parametrize(
-    "path", sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem
-)
+@pytest.mark.parametrize("path", chapter_notebooks(ROOT), ids=lambda p: p.stem)
 def test_chapters_import_only_what_the_wheel_declares(path):
     nb = nbformat.read(path, as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from booktools.chapters import chapter_sources, chapter_stems
 from icl_book import plotting
 
 from .browser import find_chromium, serve
@@ -172,7 +173,7 @@ def figure_problems(rows) -> list[str]:
 
 
 def _chapter_pages():
-    return sorted(str(p.relative_to(HTML)) for p in (HTML / "chapters").glob("[0-9][0-9]_*.html"))
+    return [f"chapters/{stem}.html" for stem in chapter_stems(ROOT)]
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +264,7 @@ def small_font_arguments(text: str, base_pt: float = 10.0) -> list[str]:
 
 
 def test_chapters_set_no_font_below_the_smallest():
-    sources = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+    sources = chapter_sources(ROOT)
     found = {src.name: small_font_arguments(src.read_text()) for src in sources}
     assert {name: lines for name, lines in found.items() if lines} == {}
 

@@ -113,9 +113,11 @@ def test_a_notebook_of_another_chapter_says_so(tmp_path, monkeypatch):
     release, _ = _submission("prologue")
     _, hermite = _submission("hermite")
     monkeypatch.setattr(S, "start_kernel", lambda *a, **k: pytest.fail("no kernel is needed"))
-    from booktools.assignments.course import CHAPTERS
+    from booktools.chapters import course_chapters
 
-    rows = G.grade_submission(nbformat.writes(hermite).encode(), "ada", release, chapters=CHAPTERS)
+    rows = G.grade_submission(
+        nbformat.writes(hermite).encode(), "ada", release, chapters=course_chapters()
+    )
     coding = [r for r in rows if r.score != "manual"]
     assert coding and all(r.score == 0 for r in coding)
     assert {r.message for r in coding} == {

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools.assignments.cli import main
+from booktools.assignments.cli import main, release_to_grade
 from booktools.grading import grader as G
 from booktools.grading import sandbox as S
 from booktools.grading.batch import chapter_of_path, grade, student_name
@@ -367,7 +367,7 @@ def test_a_submission_cannot_choose_its_own_chapter(tmp_path, monkeypatch):
         return []
 
     monkeypatch.setattr(G, "grade_submission", fake)
-    grade(paths, jobs=1)
+    grade(paths, release=release_to_grade(paths), jobs=1)
     assert sorted(seen) == [("ada", {"hermite"}), ("bob", {"hermite"})]
 
 
@@ -377,10 +377,10 @@ def test_a_batch_naming_no_chapter_or_several_needs_release(tmp_path, monkeypatc
     monkeypatch.setattr(S, "box_available", lambda: True)
     anonymous = [_write(nb, tmp_path / "ada.ipynb")]
     with pytest.raises(ValueError, match="pass --release"):
-        grade(anonymous)
+        release_to_grade(anonymous)
     mixed = [_write(nb, tmp_path / "00_prologue.ipynb"), _write(nb, tmp_path / "01_hermite.ipynb")]
     with pytest.raises(ValueError, match="several chapters"):
-        grade(mixed)
+        release_to_grade(mixed)
     assert main(["grade", str(anonymous[0])]) == 2
 
 

@@ -78,7 +78,8 @@ def test_chapter_has_overview_summary_and_exercises(md):
     assert "**Overview.**" in text
     assert "## Summary" in text
     assert "## Exercises" in text
-    labels = re.findall(r"```\{exercise\}\n:label: ([a-z]+-ex\d+)", text)
+    labels = chapters.exercise_labels(chapters.read_chapter(text))
+    assert all(re.fullmatch(r"[a-z]+-ex\d+", label) for label in labels), labels
     assert len(labels) >= 3, f"{md.name} has {len(labels)} exercises"
 
 

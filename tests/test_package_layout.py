@@ -91,6 +91,49 @@ def test_no_import_cycle(package):
     assert cycle is None, " -> ".join(cycle)
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module replaced by its top-level part: a subpackage
+    (``booktools.assignments.release`` -> ``booktools.assignments``) or a top-level module."""
+
+    def node(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        out.setdefault(node(module), set()).update(node(m) for m in imported)
+    return {name: edges - {name} for name, edges in out.items()}
+
+
+@pytest.mark.parametrize("package", ["booktools", "icl_book"])
+def test_no_import_cycle_between_subpackages(package):
+    # a cycle of modules through two subpackages (the builder importing the grader for a constant,
+    # the grader importing the builder) ties them together even when no module cycle closes:
+    # what both need lives in a module of its own (booktools.release_format, booktools.chapters)
+    cycle = find_cycle(package_graph(import_graph(package)))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_a_cycle_between_subpackages_is_found(tmp_path):
+    # asg.release takes a constant of grading.grader, grading.batch takes the builder: no module
+    # imports itself again, yet each subpackage needs the other
+    files = {
+        "demo/__init__.py": "",
+        "demo/fmt.py": "KEY = 'partial_credit'\n",
+        "demo/asg/__init__.py": "",
+        "demo/asg/release.py": "from demo.grading.grader import KEY\n",
+        "demo/grading/__init__.py": "",
+        "demo/grading/grader.py": "KEY = 'partial_credit'\n",
+        "demo/grading/batch.py": "def grade():\n    from demo.asg.release import build\n",
+    }
+    _write_tree(tmp_path, files)
+    graph = import_graph("demo", tmp_path)
+    assert find_cycle(graph) is None
+    assert find_cycle(package_graph(graph)) == ["demo.asg", "demo.grading", "demo.asg"]
+    # the constant in a module both import: the subpackages no longer need each other both ways
+    (tmp_path / "demo/asg/release.py").write_text("from demo.fmt import KEY\n")
+    assert find_cycle(package_graph(import_graph("demo", tmp_path))) is None
+
+
 def test_a_cycle_is_found():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -219,23 +262,24 @@ def test_contributing_maps_booktools_as_its_docstrings_do():
 
 
 def test_one_chapter_registry():
-    # _toc.yml is the list of chapters; the tools that keep per-chapter data (the assignments'
-    # objectives and exercise prefixes) must cover exactly its chapters, in its order
-    from booktools import assignments, chapters
+    # _toc.yml is the list of chapters; the course's data of each (the assignments' objectives and
+    # exercise prefixes, booktools/course.yml) covers exactly its chapters, in its order
+    from booktools import chapters
 
     stems = chapters.chapter_stems(ROOT)
     assert stems and all((ROOT / "chapters" / f"{s}.md").is_file() for s in stems)
-    assert [c.stem for c in assignments.CHAPTERS] == stems
-    assert all(c.title for c in assignments.CHAPTERS)  # each source has its "# " title
+    course = chapters.course_chapters(ROOT)
+    assert [c.stem for c in course] == stems
+    assert all(c.title for c in course)  # each source has its "# " title
 
 
 def test_assignments_reexports_exactly_its_modules_public_names():
     # callers write ``from booktools import assignments as A; A.student_notebook(nb)``: the package
     # re-exports every public name of its builder modules, the same objects, and nothing else
     from booktools import assignments
-    from booktools.assignments import course, instructors, release
+    from booktools.assignments import instructors, release
 
-    modules = (course, release, instructors)
+    modules = (release, instructors)
     names = [n for m in modules for n in m.__all__]
     assert sorted(assignments.__all__) == sorted(names)
     for m in modules:

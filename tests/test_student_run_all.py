@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 
 from booktools import assignments as A
-from booktools import myst
+from booktools import chapters, myst
 
 ROOT = Path(__file__).resolve().parent.parent
-STEMS = [p.stem for p in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))]
+STEMS = chapters.chapter_stems(ROOT)
 
 
 def _student(stem):
     path = ROOT / "chapters" / f"{stem}.ipynb"
-    return A.student_notebook(A.load_notebook(A.edition_of(path)), stem)
+    return A.student_notebook(chapters.load_notebook(A.edition_of(path)), stem)
 
 
 def _execute(nb, tmp_path):
@@ -93,9 +93,7 @@ def test_a_wrong_answer_shows_the_hint_as_its_only_output_line(tmp_path):
 
 
 def _sources():
-    return [
-        pytest.param(md, id=md.stem) for md in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
-    ]
+    return [pytest.param(md, id=md.stem) for md in chapters.chapter_sources(ROOT)]
 
 
 def _stub_calls(source):
@@ -127,7 +125,7 @@ def test_no_solution_cell_calls_its_own_stub(md):
     """A marked cell that defines a function and then uses it (a demo, a table) stops "Run all" in the
     student edition at that call: the use belongs in a following unmarked cell of the solution block,
     which the student edition drops."""
-    nb = A.load_notebook(md)
+    nb = chapters.load_notebook(md)
     bad = [
         (i, calls)
         for i, cell in enumerate(nb.cells)
@@ -146,22 +144,16 @@ def test_the_stub_call_rule_can_fail():
 
 def _exercises(md_text):
     """``{label: statement}`` of a chapter source's ``{exercise}`` directives."""
-    found = {}
-    for m in re.finditer(r"```\{exercise\}\n((?::[^\n]*\n)*)\n(.*?)\n```", md_text, re.S):
-        label = re.search(r":label:\s*(\S+)", m[1])
-        if label:
-            found[label[1]] = m[2]
-    return found
+    return chapters.exercise_statements(chapters.read_chapter(md_text))
 
 
 def _solution_code(md_text, label):
-    m = re.search(
-        r"```\{solution-start\} " + re.escape(label) + r"\n(.*?)```\{solution-end\}", md_text, re.S
-    )
-    return re.findall(r"```\{code-cell\} ipython3\n(.*?)\n```", m[1], re.S) if m else []
+    """The code cells of the solution block of exercise ``label``."""
+    cells = chapters.book_cells(chapters.read_chapter(md_text))
+    return [c.source for c in cells if c.cell_type == "code" and c.in_block and c.label == label]
 
 
-@pytest.mark.parametrize("md", sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md")), ids=str)
+@pytest.mark.parametrize("md", chapters.chapter_sources(ROOT), ids=str)
 def test_derivation_exercises_get_no_code_stub(md):
     text = md.read_text()
     derivations = [

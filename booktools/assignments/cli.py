@@ -17,13 +17,25 @@ import sys
 from pathlib import Path
 
 from booktools import add_root_option
-from booktools.assignments.course import chapters_folder
 from booktools.assignments.instructors import instructors_table, update_instructors_page
-from booktools.assignments.release import build
-from booktools.grading.batch import grade
+from booktools.assignments.release import build, chapter_release
+from booktools.chapters import chapters_folder
+from booktools.grading.batch import batch_chapter, grade
 from booktools.grading.report import write_rows
 
-__all__ = ["main"]
+__all__ = ["main", "release_to_grade"]
+
+
+def release_to_grade(notebooks, release=None, root: str | os.PathLike | None = None):
+    """The trusted release a batch of submissions is graded against: ``release`` (a path or a
+    notebook), or else the student edition of the one chapter the submissions' *paths* name
+    (:func:`booktools.grading.batch.batch_chapter`; ``ValueError`` when they name none or several),
+    built from the repository ``root`` (default: the one the current directory is in). A
+    submission's own metadata never decides."""
+    if release is not None:
+        return release
+    chapter = batch_chapter([Path(p) for p in notebooks])
+    return chapter_release(chapter, chapters_folder(root=root))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             results = grade(
                 args.notebooks,
                 args.out,
-                release=args.release,
+                release=release_to_grade(args.notebooks, args.release, args.root),
                 timeout=args.timeout,
                 notebook_timeout=args.notebook_timeout,
                 limits=Limits(memory_mb=args.memory_mb, cpu_s=2 * args.notebook_timeout),

@@ -1,5 +1,6 @@
 """The instructors page's chapter table (``python -m booktools.assignments table [--write PAGE]``),
-generated from :data:`booktools.assignments.course.CHAPTERS` between two markers of the page.
+generated from the course's chapters (:func:`booktools.chapters.course_chapters`) between two
+markers of the page.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import math
 import os
 from pathlib import Path
 
-from booktools.assignments.course import CHAPTERS, chapters_folder
+from booktools.chapters import chapters_folder, course_chapters
 
 __all__ = [
     "TABLE_BEGIN",
@@ -59,7 +60,8 @@ def _format_run_time(seconds: float) -> str:
 
 
 def instructors_table(chapters_dir: str | os.PathLike | None = None) -> str:
-    """The instructors page's chapter table (a MyST list-table) from :data:`CHAPTERS`.
+    """The instructors page's chapter table (a MyST list-table) from the course's chapters
+    (:func:`booktools.chapters.course_chapters`).
 
     Titles come from the chapters' sources and run times from ``timings.json`` (whole-chapter
     execution on 2 CPU cores) in ``chapters_dir`` (default: the current directory's repository's
@@ -78,7 +80,7 @@ def instructors_table(chapters_dir: str | os.PathLike | None = None) -> str:
         "  - Learning objectives",
         "  - Run time",
     ]
-    for ch in CHAPTERS:
+    for ch in course_chapters(chapters_dir):
         if ch.run_time:
             run_time = ch.run_time
         elif ch.stem in times:

@@ -25,18 +25,26 @@ from __future__ import annotations
 
 import copy
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from booktools.assignments.course import chapter_files, load_notebook
-from booktools.grading import grader
-from booktools.myst import (
-    SOLUTION_TITLE,
-    check_call,
-    check_calls,
-    check_label,
-    check_modules,
+from booktools.chapters import (
+    BEGIN_SOLUTION,
+    END_SOLUTION,
+    BookFormatError,
+    book_cells,
+    chapter_files,
+    exercise_labels,
+    load_notebook,
+)
+from booktools.myst import SOLUTION_TITLE, check_call, check_modules
+from booktools.release_format import (
+    ANSWER_KEY,
+    PARTIAL_CREDIT_KEY,
+    answer_grade_id,
+    check_grade_id,
+    nbgrader_metadata,
+    nbgrader_of,
+    solution_grade_id,
 )
 
 __all__ = [
@@ -49,7 +57,6 @@ __all__ = [
     "CONTINUE_CELL",
     "ANSWER_STUB",
     "stub_solution",
-    "exercise_section_start",
     "student_notebook",
     "instructor_notebook",
     "nbgrader_source_notebook",
@@ -62,8 +69,6 @@ __all__ = [
 ]
 
 
-BEGIN_SOLUTION = "### BEGIN SOLUTION"
-END_SOLUTION = "### END SOLUTION"
 STUB = "raise NotImplementedError()"
 CODE_STUB = (
     "# YOUR CODE HERE",
@@ -122,10 +127,6 @@ def stub_solution(source: str, stub: tuple[str, ...] = CODE_STUB) -> tuple[str, 
     return "\n".join(out), regions
 
 
-def _has_markers(source: str) -> bool:
-    return any(line.strip() in (BEGIN_SOLUTION, END_SOLUTION) for line in source.split("\n"))
-
-
 def _top_level_regions(source: str) -> bool:
     """Whether every solution region of ``source`` starts at the top level (no indentation).
     Raises :class:`AssignmentError` when some do and some do not: their stubs differ."""
@@ -138,219 +139,20 @@ def _top_level_regions(source: str) -> bool:
     return bool(top) and all(top)
 
 
-_FENCE_RE = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}\s*(?P<arg>.*?)\s*$")
-
-
-def _closes(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
-
-
-@dataclass
-class _Piece:
-    """A (part of a) cell of the source notebook with its role."""
-
-    cell_index: int
-    cell_type: str
-    source: str
-    role: str  # text | solution-prose | solution-code | solution-extra | check | code
-    label: str | None = None
-    cell: object = None
-    in_block: bool = False
-
-
-def _copy_directive(lines: list[str], i: int, fence: str, buf: list[str]) -> int:
-    """Append the directive opening at ``lines[i]`` up to its closing ``fence`` to ``buf``; return the next index."""
-    buf.append(lines[i])
-    i += 1
-    while i < len(lines) and not _closes(lines[i], fence):
-        buf.append(lines[i])
-        i += 1
-    if i < len(lines):
-        buf.append(lines[i])
-        i += 1
-    return i
-
-
-def _pieces(nb) -> list[_Piece]:
-    """Split a chapter notebook into pieces: markdown is split at solution-block boundaries."""
-    pieces: list[_Piece] = []
-    in_block, block_label, current_exercise = False, None, None
-    for idx, cell in enumerate(nb.cells):
-        source = cell.get("source", "")
-        if cell.cell_type == "code":
-            check = check_call(cell)
-            if len(check_calls(source)) > 1:
-                raise AssignmentError(
-                    f"cell {idx} calls several checks: give each check its own cell"
-                )
-            if check is not None:
-                if in_block:
-                    raise AssignmentError(
-                        f"cell {idx}: the check {check} is inside a solution block; "
-                        "put it after {solution-end}"
-                    )
-                pieces.append(_Piece(idx, "code", source, "check", check_label(check), cell))
-            elif _has_markers(source):
-                label = block_label if in_block else current_exercise
-                pieces.append(
-                    _Piece(idx, "code", source, "solution-code", label, cell, in_block=in_block)
-                )
-            elif in_block:
-                pieces.append(
-                    _Piece(idx, "code", source, "solution-extra", block_label, cell, in_block=True)
-                )
-            else:
-                pieces.append(_Piece(idx, "code", source, "code", None, cell))
-            continue
-        if cell.cell_type != "markdown":
-            pieces.append(_Piece(idx, cell.cell_type, source, "text", None, cell))
-            continue
-        lines = source.split("\n")
-        buf: list[str] = []
-        kind = "solution-prose" if in_block else "text"
-
-        def flush(new_kind, label, _buf=buf, _idx=idx, _cell=cell):
-            nonlocal kind
-            if _buf and (kind != "text" or "\n".join(_buf).strip()):
-                pieces.append(
-                    _Piece(_idx, "markdown", "\n".join(_buf), kind, label, _cell, kind != "text")
-                )
-            _buf.clear()
-            kind = new_kind
-
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            m = _FENCE_RE.match(line)
-            name = m["name"] if m else None
-            if not in_block and name in ("solution-start", "solution"):
-                flush("solution-prose", block_label)
-                block_label = m["arg"].split()[0] if m["arg"] else current_exercise
-                i = _copy_directive(lines, i, m["fence"], buf)
-                if name == "solution-start":
-                    in_block = True
-                else:  # a plain {solution} directive: the whole directive is the block
-                    flush("text", block_label)
-                continue
-            if in_block and name == "solution-end":
-                i = _copy_directive(lines, i, m["fence"], buf)
-                in_block = False
-                flush("text", block_label)
-                continue
-            if name == "exercise":
-                for opt in lines[i + 1 :]:
-                    lm = re.match(r"^\s*:label:\s*(\S+)", opt)
-                    if lm:
-                        current_exercise = lm.group(1)
-                        break
-                    if not opt.strip().startswith(":"):
-                        break
-            buf.append(line)
-            i += 1
-        flush("solution-prose" if in_block else "text", block_label)
-    if in_block:
-        raise AssignmentError(f"{{solution-start}} {block_label} has no {{solution-end}}")
-    return pieces
-
-
-def _is_edition(nb) -> bool:
-    """A plain-notebook edition (``booktools.editions``): its solution parts carry ``icl_edition.solution``."""
-    return "icl_edition" in nb.get("metadata", {})
-
-
-def _edition_pieces(nb) -> list[_Piece]:
-    """The pieces of a plain-notebook edition: one per cell, solutions marked by their cell metadata."""
-    pieces: list[_Piece] = []
-    for idx, cell in enumerate(nb.cells):
-        source = cell.get("source", "")
-        label = cell.get("metadata", {}).get("icl_edition", {}).get("solution")
-        if cell.cell_type == "code":
-            if len(check_calls(source)) > 1:
-                raise AssignmentError(
-                    f"cell {idx} calls several checks: give each check its own cell"
-                )
-            check = check_call(cell)
-            if check is not None:
-                if label is not None:
-                    raise AssignmentError(
-                        f"cell {idx}: the check {check} is inside a solution block; "
-                        "put it after {solution-end}"
-                    )
-                pieces.append(_Piece(idx, "code", source, "check", check_label(check), cell))
-            elif label is not None:
-                role = "solution-code" if _has_markers(source) else "solution-extra"
-                pieces.append(_Piece(idx, "code", source, role, label, cell, in_block=True))
-            else:
-                pieces.append(_Piece(idx, "code", source, "code", None, cell))
-        elif cell.cell_type == "markdown" and label is not None:
-            pieces.append(_Piece(idx, "markdown", source, "solution-prose", label, cell, True))
-        else:
-            pieces.append(_Piece(idx, cell.cell_type, source, "text", None, cell))
-    return pieces
-
-
-def _edition_exercise_labels(nb) -> list[str]:
-    """Exercise labels of a plain edition, in order: every exercise has a solution or a check."""
-    labels = []
-    for p in _edition_pieces(nb):
-        if p.label and p.label not in labels:
-            labels.append(p.label)
-    return labels
-
-
-def _exercise_labels(nb) -> list[str]:
-    if _is_edition(nb):
-        return _edition_exercise_labels(nb)
-    labels = []
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.split("\n")
-        for i, line in enumerate(lines):
-            m = _FENCE_RE.match(line)
-            if m and m["name"] == "exercise":
-                for opt in lines[i + 1 :]:
-                    lm = re.match(r"^\s*:label:\s*(\S+)", opt)
-                    if lm:
-                        labels.append(lm.group(1))
-                        break
-                    if not opt.strip().startswith(":"):
-                        break
-    return labels
-
-
-def exercise_section_start(nb) -> int:
-    """Index of the first cell of the exercises (the ``## Exercises`` heading, else the first
-    ``{exercise}``); ``len(nb.cells)`` when there is none."""
-    for pattern in (r"^#{1,4}\s+Exercises\b", r"^\s*(`{3,}|:{3,})\{exercise\}"):
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "markdown" and re.search(pattern, cell.source, re.MULTILINE):
-                return i
-    return len(nb.cells)
-
-
 # --------------------------------------------------------------------------------------------------
 # The three editions
 # --------------------------------------------------------------------------------------------------
-def _nbgrader(
-    grade_id: str, *, solution: bool, grade: bool, points: float | None = None, locked=False
-):
-    meta = {
-        "grade": grade,
-        "grade_id": re.sub(r"[^A-Za-z0-9_\-]", "_", grade_id),
-        "locked": locked,
-        "schema_version": 3,
-        "solution": solution,
-        "task": False,
-    }
-    if grade:
-        meta["points"] = points
-    return meta
+def _book_cells(nb):
+    """The chapter's typed cells (:func:`booktools.chapters.book_cells`); a chapter that breaks the
+    conventions is an :class:`AssignmentError`."""
+    try:
+        return book_cells(nb)
+    except BookFormatError as exc:
+        raise AssignmentError(str(exc)) from None
 
 
 def _points(cell) -> float:
-    pts = cell.get("metadata", {}).get("nbgrader", {}).get("points", 1)
+    pts = nbgrader_of(cell).get("points", 1)
     return int(pts) if float(pts).is_integer() else float(pts)
 
 
@@ -374,10 +176,10 @@ def _edition(nb, edition: str, source_name: str | None = None):
     solutions kept), whose release (:func:`release_notebook`) is what students get."""
     import nbformat
 
-    pieces = _edition_pieces(nb) if _is_edition(nb) else _pieces(nb)
-    checked = {p.label for p in pieces if p.role == "check"}
-    checks = [p for p in pieces if p.role == "check"]
-    labels = _exercise_labels(nb)
+    pieces = _book_cells(nb)
+    checked = {p.label for p in pieces if p.kind == "check"}
+    checks = [p for p in pieces if p.kind == "check"]
+    labels = exercise_labels(nb)
     for p in checks:
         if p.label not in labels:
             labels.append(p.label)
@@ -413,45 +215,44 @@ def _edition(nb, edition: str, source_name: str | None = None):
 
     def solution_id(label):
         solution_counts[label] = solution_counts.get(label, 0) + 1
-        n = solution_counts[label]
-        return f"{label}-solution" if n == 1 else f"{label}-solution-{n}"
+        return solution_grade_id(label, solution_counts[label])
 
     def mark_partial_credit(piece, cell) -> None:
         """A check cell whose check records parts gives partial credit: ``metadata.icl_book``
         (nbgrader's validator drops keys it does not know from ``metadata.nbgrader``)."""
-        if piece.role == "check" and piece.label in in_parts:
-            cell.metadata.setdefault("icl_book", {})[grader.PARTIAL_CREDIT_KEY] = True
+        if piece.kind == "check" and piece.label in in_parts:
+            cell.metadata.setdefault("icl_book", {})[PARTIAL_CREDIT_KEY] = True
 
     def grading_metadata(piece) -> dict:
         """nbgrader metadata of a check cell (graded, locked) or of a solution cell (the student's answer)."""
-        if piece.role == "check":
-            return _nbgrader(
-                f"{piece.label}-check",
+        if piece.kind == "check":
+            return nbgrader_metadata(
+                check_grade_id(piece.label),
                 solution=False,
                 grade=True,
                 points=_points(piece.cell),
                 locked=True,
             )
-        return _nbgrader(solution_id(piece.label or "solution"), solution=True, grade=False)
+        return nbgrader_metadata(solution_id(piece.label or "solution"), solution=True, grade=False)
 
     if edition == "instructor":
         for cell in nb.cells:
             new = copy.deepcopy(cell)
             new.get("metadata", {}).pop("execution", None)
             cells.append(new)
-        by_index = {p.cell_index: p for p in pieces if p.cell_type == "code"}
+        by_index = {p.index: p for p in pieces if p.cell_type == "code"}
         for i, new in enumerate(cells):
             p = by_index.get(i)
             if p is None:
                 continue
-            if p.role in ("check", "solution-code"):
+            if p.kind in ("check", "solution-code"):
                 new.metadata["nbgrader"] = grading_metadata(p)
                 mark_partial_credit(p, new)
     else:
         previous_text_cell = None
         for k, p in enumerate(pieces):
-            if p.role == "text":
-                if previous_text_cell is not None and previous_text_cell[0] == p.cell_index:
+            if p.kind == "text":
+                if previous_text_cell is not None and previous_text_cell[0] == p.index:
                     cell = previous_text_cell[1]
                     cell.source = cell.source.rstrip("\n") + "\n\n" + p.source.lstrip("\n")
                 else:
@@ -459,15 +260,15 @@ def _edition(nb, edition: str, source_name: str | None = None):
                     cell.metadata = copy.deepcopy(p.cell.get("metadata", {}))
                     cell.metadata.pop("nbgrader", None)
                     cells.append(cell)
-                    previous_text_cell = (p.cell_index, cell)
+                    previous_text_cell = (p.index, cell)
                 continue
             previous_text_cell = None
-            if p.role not in ("solution-prose", "solution-extra"):
+            if p.kind not in ("solution-prose", "solution-extra"):
                 new = nbformat.v4.new_code_cell(p.source)
                 new.metadata = copy.deepcopy(p.cell.get("metadata", {}))
                 new.metadata.pop("execution", None)
                 top_level = False
-                if p.role == "solution-code":
+                if p.kind == "solution-code":
                     # The plain edition collapses solution code (a Colab form, source_hidden); the
                     # student must see the stub: expanded, without the "Solution" title.
                     lines = new.source.split("\n")
@@ -482,7 +283,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                     top_level = _top_level_regions(new.source)
                     if top_level:  # see TOP_LEVEL_STUB
                         new.source, _ = stub_solution(new.source, TOP_LEVEL_STUB)
-                if p.role in ("check", "solution-code"):
+                if p.kind in ("check", "solution-code"):
                     # computed for every solution cell, so that grade ids match the instructor's
                     meta = grading_metadata(p)
                     mark_partial_credit(p, new)
@@ -490,7 +291,7 @@ def _edition(nb, edition: str, source_name: str | None = None):
                         new.metadata["nbgrader"] = meta
                     else:  # a plain cell; the id says whose answer it holds (sample_submission)
                         new.metadata.pop("nbgrader", None)
-                        new.metadata["icl_book"] = {"answer": meta["grade_id"]}
+                        new.metadata["icl_book"] = {ANSWER_KEY: meta["grade_id"]}
                 else:
                     new.metadata.pop("nbgrader", None)
                 cells.append(new)
@@ -502,8 +303,8 @@ def _edition(nb, edition: str, source_name: str | None = None):
             )
             if last_of_block and p.label and p.label not in checked:
                 answer = nbformat.v4.new_markdown_cell(ANSWER_STUB)
-                answer.metadata["nbgrader"] = _nbgrader(
-                    f"{p.label}-answer", solution=True, grade=True, points=1
+                answer.metadata["nbgrader"] = nbgrader_metadata(
+                    answer_grade_id(p.label), solution=True, grade=True, points=1
                 )
                 cells.append(answer)
         if cells:
@@ -535,7 +336,7 @@ def student_notebook(nb, name: str | None = None):
 
 
 def _nb_is(cell, key: str) -> bool:
-    return bool(cell.get("metadata", {}).get("nbgrader", {}).get(key, False))
+    return bool(nbgrader_of(cell).get(key, False))
 
 
 def release_notebook(source):
@@ -587,7 +388,7 @@ def sample_submission(release, instructor, solved):
         if _nb_is(cell, "solution"):
             gid = cell.metadata["nbgrader"]["grade_id"]
         else:  # a top-level answer cell (TOP_LEVEL_STUB) is a plain cell naming its answer
-            gid = cell.get("metadata", {}).get("icl_book", {}).get("answer")
+            gid = cell.get("metadata", {}).get("icl_book", {}).get(ANSWER_KEY)
         if gid is not None and gid.split("-solution")[0] in solved:
             cell.source = answers[gid]
     return sub
@@ -613,10 +414,10 @@ def solution_leaks(student, instructor, min_chars: int = 24) -> list[str]:
             if token in cell.source:
                 problems.append(f"student cell {i} contains {token!r}")
     solution_lines, other_lines = set(), set()
-    for p in _pieces(instructor):
-        if p.role in ("solution-prose", "solution-extra"):
+    for p in _book_cells(instructor):
+        if p.kind in ("solution-prose", "solution-extra"):
             solution_lines.update(line.strip() for line in p.source.split("\n"))
-        elif p.role == "solution-code":
+        elif p.kind == "solution-code":
             inside = False
             for line in p.source.split("\n"):
                 s = line.strip()
@@ -651,7 +452,8 @@ def build(
 ) -> list[Path]:
     """Write the student, instructor and nbgrader-source notebooks of the selected chapters.
 
-    Returns the paths written. See :func:`booktools.assignments.course.chapter_files` for ``chapters`` and ``chapters_dir``.
+    Returns the paths written. See :func:`booktools.chapters.chapter_files` for ``chapters`` and
+    ``chapters_dir``.
     """
     import nbformat
 

@@ -19,14 +19,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from booktools.assignments.course import (
-    CHAPTERS,
-    STEM_RE,
-    chapter_info,
-    chapters_folder,
-    load_notebook,
-)
-from booktools.assignments.release import chapter_release
+from booktools.chapters import STEM_RE, chapter_info, course_chapters, load_notebook
 from booktools.grading import grader, sandbox
 from booktools.grading.report import write_report, write_rows
 
@@ -103,7 +96,7 @@ def chapter_of_path(path: str | os.PathLike) -> str | None:
     for name in names:
         if STEM_RE.match(name) and chapter_info(name):
             return chapter_info(name).stem
-    found = {ch.stem for name in names for ch in CHAPTERS if ch.stem in name}
+    found = {ch.stem for name in names for ch in course_chapters() if ch.stem in name}
     return found.pop() if len(found) == 1 else None
 
 
@@ -124,7 +117,7 @@ def grade(
     notebooks,
     out: str | os.PathLike | None = None,
     *,
-    release=None,
+    release,
     timeout: float = 600,
     notebook_timeout: float = 3600,
     limits=None,
@@ -138,10 +131,12 @@ def grade(
     """Grade every submission in ``notebooks`` (paths) and write the CSV report to ``out`` (if given).
 
     ``release``: the trusted release to grade against (a path or notebook; e.g. nbgrader's release or a
-    student edition of :func:`booktools.assignments.build`). Without it, the chapter is inferred from the batch's *paths*
-    (:func:`batch_chapter`: all must name the same chapter) and its student edition built from the
-    repository ``root`` (default: the one the current directory is in); a submission's own metadata
-    never decides. The student is named from the path (:func:`student_names`: nbgrader's
+    student edition of :func:`booktools.assignments.build`; the command line builds the one of the
+    chapter the batch's paths name, :func:`batch_chapter`), never a submission's own metadata.
+    ``root``: the repository whose course's chapters tell a submission of another chapter
+    (default: the one the current directory is in).
+
+    The student is named from the path (:func:`student_names`: nbgrader's
     ``submitted/<student>/<assignment>/`` layout, else the file stem; submissions sharing a name are
     named after the folder that tells them apart, and their rows say so). All files are read before
     the first submission runs.
@@ -169,10 +164,8 @@ def grade(
             raise sandbox.SandboxUnavailable(sandbox.SANDBOX_MISSING)
         print(sandbox.NO_SANDBOX_WARNING, file=log or sys.stderr, flush=True)
     notebooks = [Path(p) for p in notebooks]
-    if release is not None:
-        fixed = release if hasattr(release, "cells") else load_notebook(release)
-    else:
-        fixed = chapter_release(batch_chapter(notebooks), chapters_folder(root=root))
+    fixed = release if hasattr(release, "cells") else load_notebook(release)
+    chapters = course_chapters(root)
     submissions = []
     for path, (student, note) in zip(notebooks, student_names(notebooks), strict=True):
         try:
@@ -221,7 +214,7 @@ def grade(
                 hide_dirs=folders,
                 no_sandbox=no_sandbox,
                 inputs_seed=seed_of(student),
-                chapters=CHAPTERS,
+                chapters=chapters,
             )
         except (grader.InfrastructureError, sandbox.SandboxUnavailable):
             raise

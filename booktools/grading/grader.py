@@ -56,13 +56,13 @@ from pathlib import Path
 
 from booktools.grading import codec, sandbox
 from booktools.myst import parse_python
+from booktools.release_format import nbgrader_of, partial_credit, written_label
 
 __all__ = [
     "InfrastructureError",
     "ExerciseResult",
     "GradeItem",
     "release_plan",
-    "partial_credit",
     "grade_submission",
 ]
 
@@ -106,23 +106,19 @@ class GradeItem:
 # --------------------------------------------------------------------------------------------------
 # The release: what is graded, and how
 # --------------------------------------------------------------------------------------------------
-def _nbg(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
 def release_plan(release) -> tuple[list[GradeItem], dict]:
     """The exercises of a release (trusted) and its cells by nbgrader ``grade_id``.
 
     Coding exercises come from the release's check cells (``grade: true``, calling one
     ``check_<chapter>_ex<N>``), written ones from its graded answer cells (``solution`` and ``grade``);
-    points and partial credit (:func:`partial_credit`) are the release's.
+    points and partial credit (:func:`booktools.release_format.partial_credit`) are the release's.
     """
     from booktools.myst import check_calls, check_label, check_modules
 
     modules = check_modules(release)
     items, cells = [], {}
     for cell in release.cells:
-        meta = _nbg(cell)
+        meta = nbgrader_of(cell)
         gid = meta.get("grade_id")
         if gid:
             cells[gid] = cell
@@ -152,31 +148,9 @@ def release_plan(release) -> tuple[list[GradeItem], dict]:
                 )
             )
         elif meta.get("solution"):
-            label = gid[: -len("-answer")] if gid.endswith("-answer") else gid
+            label = written_label(gid)
             items.append(GradeItem(label, "written", points, gid))
     return items, cells
-
-
-PARTIAL_CREDIT_KEY = "partial_credit"
-
-
-def partial_credit(cell) -> bool:
-    """Whether a release's check cell gives partial credit: its ``metadata.icl_book.partial_credit``
-    (``true``/``false``, absent = ``false``: all or nothing). Read from the release only, never from
-    a submission. (Not under ``metadata.nbgrader``, whose extra keys nbgrader's validator drops.)"""
-    own = cell.get("metadata", {}).get("icl_book", {})
-    if not isinstance(own, dict):
-        raise ValueError(
-            f"release cell {_nbg(cell).get('grade_id')}: metadata icl_book must be a mapping, "
-            f"got {type(own).__name__}"
-        )
-    value = own.get(PARTIAL_CREDIT_KEY, False)
-    if not isinstance(value, bool):
-        raise ValueError(
-            f"release cell {_nbg(cell).get('grade_id')}: metadata icl_book.{PARTIAL_CREDIT_KEY} "
-            f"must be true or false, got {value!r}"
-        )
-    return value
 
 
 def _find_call(source: str, name: str) -> ast.Call:
@@ -440,7 +414,7 @@ def _submission_cells(sub, items, release_cells):
             plan.append(("check", None, by_gid[gid]))
             continue
         rel = release_cells.get(gid)
-        if rel is not None and not _nbg(rel).get("solution") and rel.cell_type == "code":
+        if rel is not None and not nbgrader_of(rel).get("solution") and rel.cell_type == "code":
             plan.append(("code", rel.source, None))  # a locked release cell: the release's source
             continue
         try:
