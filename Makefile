@@ -142,14 +142,18 @@ NBVAL := $(PYTEST) $(TESTCACHE) -n $(NBVAL_JOBS) --dist loadfile --nbval --nbval
 nbval: $(STAMP)
 	OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 $(NBVAL) chapters/[0-9][0-9]_*.ipynb
 
-# Outputs must not depend on the number of threads: re-check with one. This stage's kernel is a fresh
-# venv's (booktools/fresh_venv.py): the package's wheel, what the wheel declares, ipykernel and myst-nb
-# (for glue), started in an empty folder, so every chapter also runs as a student's runtime runs it.
+# Outputs must not depend on the number of threads: re-check with one. This stage is also the student's
+# "Run all": each chapter's student edition with its solutions interleaved (booktools/student_run.py), so
+# the stubs and unanswered checks run and every chapter cell is still compared, in one body run. Its
+# kernel is a fresh venv's (booktools/fresh_venv.py): the package's wheel, what the wheel declares,
+# ipykernel and myst-nb (for glue), started in an empty folder, as a student's runtime runs it.
 FRESH_VENV := _build/fresh-venv
+STUDENT_RUN := _build/student-run
 nbval-1thread: $(STAMP)
 	$(BIN)/python -m booktools.fresh_venv $(FRESH_VENV) --link myst-nb
+	$(BIN)/python -m booktools.student_run $(STUDENT_RUN)
 	JUPYTER_PATH=$(CURDIR)/$(FRESH_VENV)/jupyter OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-	  $(NBVAL) --nbval-kernel-name icl-fresh chapters/[0-9][0-9]_*.ipynb
+	  $(NBVAL) --nbval-kernel-name icl-fresh $(STUDENT_RUN)/*.ipynb
 
 # Both thread settings at once, one chapter at a time each (two kernels in all, as above): the whole
 # book takes as long as the two stages one after the other, and one edited chapter half as long.

@@ -21,6 +21,7 @@ them from the repository root). The modules, one job each:
 - ``wheel``: the package's wheel, built reproducibly, and its SHA-256 (what the install cells pin).
 - ``pdf_log``: what the PDF's LaTeX log says went wrong (missing characters, undefined references, overfull boxes).
 - ``fresh_venv``: a venv with the package's wheel and only what it declares, and its Jupyter kernel.
+- ``student_run``: each chapter's student edition with its solutions interleaved (the 1-thread nbval stage).
 - ``stages``, ``testcache``: ``make test``'s stages with their times, and its local cache of passes.
 
 Each subpackage's ``__init__`` maps its own modules the same way.

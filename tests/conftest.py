@@ -58,17 +58,11 @@ def _stem_group(item):
     return f"chapter:{_params(item)['stem']}"
 
 
-def _run_all_group(item):
-    return f"run-all:{_params(item)['stem']}"
-
-
 SPLIT = [
     # one browser and server per process (session fixture `site`); a page's tests share its measurement
     ("tests/test_browser.py::*[[]*", _page_group),
     # a chapter executed by the grader (2-70 s each); the nbgrader course is built once per process
     ("tests/test_assignments.py::test_the_instructors_solutions_score_full_marks*", _stem_group),
-    # a chapter's student edition executed as "Run all" (2-70 s each)
-    ("tests/test_student_run_all.py::test_run_all_on_an_untouched*", _run_all_group),
 ]
 
 # --- make test: heaviest groups first ----------------------------------------------------------------
@@ -96,7 +90,7 @@ MODULE_SECONDS = {
 
 def _group_seconds(group: str, timings: dict) -> float:
     kind, _, name = group.partition(":")
-    if kind in ("chapter", "run-all"):
+    if kind == "chapter":
         return timings.get(name, {}).get("total_s", 60.0)
     return MODULE_SECONDS.get(group, 0.0)
 
@@ -161,7 +155,8 @@ READS = [
         _param_chapter("stem"),
     ),
     ("tests/test_assignments.py::test_chapter_editions*", _param_chapter("path")),
-    ("tests/test_student_run_all.py::test_run_all_on_an_untouched*", _param_chapter("stem")),
+    ("tests/test_student_run_all.py::test_the_one_thread_stage_runs*", _param_chapter("stem")),
+    ("tests/test_student_run_all.py::test_no_chapter_cell_reads*", _param_chapter("stem")),
     (
         "tests/test_colab_path.py::test_wheel_in_fresh_venv_runs_an_edition*",
         _param_chapter("edition"),

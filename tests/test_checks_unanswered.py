@@ -1,7 +1,8 @@
 """How a check talks to a student: only its hint (no traceback), and "not implemented yet" for an
 exercise that still holds its stub, which in a student edition lets "Run all" go on.
 
-The notebook side (a kernel running a real student edition) is in ``tests/test_student_run_all.py``.
+The notebook side (a kernel running a real student edition) is make test's one-thread nbval stage
+(``booktools/student_run.py``, ``tests/test_student_run_all.py``).
 """
 
 from __future__ import annotations

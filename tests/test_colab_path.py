@@ -436,19 +436,22 @@ def test_wheel_in_fresh_venv_runs_the_prologue_edition(tmp_path):
 
 
 # Every chapter runs in such a fresh venv in make test's 1-thread nbval stage (Makefile,
-# booktools/fresh_venv.py), where nbval also compares every output: an edition's code cells are its
+# booktools/fresh_venv.py), where nbval also compares every output: the student edition with the
+# chapter's solutions interleaved (booktools/student_run.py), and an edition's code cells are its
 # chapter's apart from the solution title comments (tests/test_editions.py), so that stage is the run of
-# every edition in a student's runtime. Its venv has myst-nb too (for glue's records); the chapters'
+# every edition, and of every student edition, in a student's runtime. Its venv has myst-nb too (for glue's records); the chapters'
 # imports are checked against what the wheel declares statically, below.
 def test_the_one_thread_nbval_stage_runs_every_chapter_in_a_fresh_venv():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
     dry = _run(["make", "-n", "--no-print-directory", "nbval-1thread"], cwd=ROOT, env=env).stdout
-    build, run = dry.split("\n", 1)
+    build, notebooks, run = dry.split("\n", 2)
     assert re.fullmatch(r"\S+/python -m booktools\.fresh_venv (\S+) --link myst-nb", build), build
     folder = build.split()[3]
+    # every chapter, as booktools.student_run lays it out (the student's Run all and the chapter)
+    assert re.fullmatch(r"\S+/python -m booktools\.student_run (\S+)", notebooks), notebooks
     assert f"JUPYTER_PATH={ROOT / folder}/jupyter" in run, run
     assert f"--nbval-kernel-name {fresh_venv.KERNEL} " in run, run
-    assert "--nbval " in run and run.rstrip().endswith("chapters/[0-9][0-9]_*.ipynb"), run
+    assert "--nbval " in run and run.rstrip().endswith(f"{notebooks.split()[3]}/*.ipynb"), run
 
 
 def _declared_closure():

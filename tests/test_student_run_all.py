@@ -5,24 +5,30 @@ kernel, cell after cell, stopping at the first error.
   ``<label>: not implemented yet ...``: function stubs raise ``NotImplementedError`` only when called
   (inside the check), top-level answers keep the ``None`` set above their stub, and the edition's
   second code cell (``continue_when_unanswered``) makes unanswered checks report instead of raise.
+  ``make test``'s one-thread nbval stage runs this, chapter by chapter, in the notebooks of
+  ``booktools.student_run`` (the student edition with the solutions interleaved, so the chapter's
+  cells are compared in the same body run); here: that those notebooks hold what the student runs, in
+  order, that no chapter cell reads an answer (which the interleaving would hide), and that the stage
+  fails where a student's "Run all" would stop.
 - A wrong answer stops there with the hint as the cell's only output line (``CheckFailed`` renders as
   its message in IPython), not a traceback through ``icl_book/checks/``.
 - Derivation exercises (statement opening with ``*Derivation.*``) get no code stub: their numerical
   confirmations carry no solution markers (CONTRIBUTING), so the student edition drops them.
-
-Every chapter's student edition runs untouched (one chapter a test; ``make test`` spreads them over both
-processes, tests/conftest.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools import chapters, myst
+from booktools import chapters, myst, student_run
 
 ROOT = Path(__file__).resolve().parent.parent
 STEMS = chapters.chapter_stems(ROOT)
@@ -48,26 +54,77 @@ def _execute(nb, tmp_path):
     return None
 
 
-def _printed(cell):
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-
-
-@pytest.mark.slow  # a chapter's body runs (2-70 s)
 @pytest.mark.parametrize("stem", STEMS)
-def test_run_all_on_an_untouched_student_notebook_reaches_the_last_cell(stem, tmp_path):
-    nb = _student(stem)
-    assert A.CONTINUE_CELL in [c.source for c in nb.cells if c.cell_type == "code"]
-    error = _execute(nb, tmp_path)
-    assert error is None, f"Run all stopped: {str(error)[-1500:]}"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.execution_count is not None for c in code), "a cell did not run"
+def test_the_one_thread_stage_runs_the_student_edition_and_every_chapter_cell(stem):
+    chapter = nbformat.read(ROOT / "chapters" / f"{stem}.ipynb", as_version=4)
+    student = _student(stem)
+    nb = student_run.run_all_notebook(ROOT / "chapters" / f"{stem}.ipynb")
+    kinds = [c.metadata["run_all"] for c in nb.cells]
+    code = [c for c in student.cells if c.cell_type == "code"]
+    # what the student runs, in the student's order, and every chapter cell, in the chapter's
+    assert [
+        c.source for c, k in zip(nb.cells, kinds, strict=True) if k in ("shared", "student")
+    ] == [c.source for c in code]
+    assert [
+        c.source for c, k in zip(nb.cells, kinds, strict=True) if k in ("shared", "solution")
+    ] == [c.source for c in chapter.cells if c.cell_type == "code"]
+    assert A.CONTINUE_CELL in [c.source for c in code]
     checks = [c for c in code if myst.check_call(c)]
     assert checks, "no check cells"
-    for cell in checks:
-        label = myst.check_label(myst.check_call(cell))
-        lines = _printed(cell).splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"{label}: not implemented yet"), lines
-        assert [o.output_type for o in cell.outputs] == ["stream"], cell.outputs
+    for check in checks:
+        label = myst.check_label(myst.check_call(check))
+        at = [i for i, c in enumerate(nb.cells) if c.source == check.source]
+        # every check runs unanswered first, before any solution cell of its exercise, then answered
+        assert [kinds[i] for i in at] == ["unanswered", "shared"], (label, at)
+        assert "solution" not in kinds[: at[0]][-1:], label
+        (line,) = nb.cells[at[0]].outputs
+        assert line.output_type == "stream" and line.text == f"{label}: not implemented yet (...)\n"
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_no_chapter_cell_reads_an_answer(stem):
+    """The interleaved run defines every answer before the chapter reads on; in a student's own "Run
+    all" a chapter cell reading an answer would meet its stub. None may."""
+    chapter = nbformat.read(ROOT / "chapters" / f"{stem}.ipynb", as_version=4)
+    cells = student_run.plan(chapter, _student(stem))
+    assert student_run.answers_read_after(cells) == []
+
+
+def _cell(kind, source):
+    return student_run.Cell(kind, nbformat.v4.new_code_cell(source))
+
+
+def test_the_answer_rule_can_fail():
+    cells = [
+        _cell("student", "def f():\n    raise NotImplementedError()"),
+        _cell("solution", "def f():\n    return 2\nx = f()"),
+        _cell("shared", "check_demo_ex1(f)"),  # a check reads its answer: allowed
+        _cell("shared", "print(f() + 1)"),
+    ]
+    assert student_run.answers_read_after(cells) == [(3, ["f"])]
+    rebound = [*cells[:3], _cell("shared", "x = 3"), _cell("shared", "print(x)")]
+    assert student_run.answers_read_after(rebound) == []  # bound again by the chapter first
+    assert student_run.answers_read_after([*rebound[:3], _cell("shared", "x += 1")]) == [(3, ["x"])]
+
+
+@pytest.mark.slow  # the prologue's body runs twice under nbval (~10 s each)
+def test_the_one_thread_stage_fails_where_run_all_would_stop(tmp_path):
+    """Without the edition's continue cell an unanswered check raises, as "Run all" would stop; with
+    it the same notebook passes."""
+    nb = student_run.run_all_notebook(ROOT / "chapters" / "00_prologue.ipynb")
+    assert _nbval(nb, tmp_path / "ok") == 0
+    nb.cells = [c for c in nb.cells if c.source != A.CONTINUE_CELL]
+    assert _nbval(nb, tmp_path / "stops") == 1
+
+
+def _nbval(nb, folder):
+    folder.mkdir()
+    nbformat.write(nb, folder / "run.ipynb")
+    # only the plugin this run uses (the autoloaded ones cost seconds of start-up)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "nbval.plugin", "-q"]
+    cmd += ["--nbval", "--nbval-sanitize-with", str(ROOT / "nbval_sanitize.cfg"), "run.ipynb"]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True).returncode
 
 
 def test_a_wrong_answer_shows_the_hint_as_its_only_output_line(tmp_path):
