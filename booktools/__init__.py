@@ -8,6 +8,8 @@ them from the repository root). The modules, one job each:
 - ``chapters``: the book model: ``_toc.yml``'s chapters, their course data, their typed cells.
 - ``notebooks``: execute the chapters; keep each ``NN_slug.md`` / ``.ipynb`` pair in step; figure index.
 - ``editions``: the plain-notebook editions ``notebooks/NN_slug.ipynb`` that Colab and Jupyter open.
+- ``book_index``: the built book's index: numbers, titles, anchors and addresses of its web pages.
+- ``install_cell``: the Colab install cell every chapter opens with: the wheel it fetches and pins.
 - ``myst``: what chapters say about exercises (check calls, labels, check modules, solution titles).
 - ``assignments``: a chapter's student, instructor and nbgrader notebooks; the assignments' commands.
 - ``grading``: the autograder: scores, sandbox, wire format, batch grading, report and gradebook.

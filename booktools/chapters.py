@@ -47,6 +47,8 @@ __all__ = [
     "has_solution_markers",
     "book_cells",
     "exercise_labels",
+    "directive_labels",
+    "blank_code_cells",
     "exercise_statements",
     "exercise_section_start",
     "solution_chunks",
@@ -67,7 +69,7 @@ CELL_KINDS = ("text", "code", "check", "solution-prose", "solution-code", "solut
 STEM_RE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[A-Za-z0-9_]+)$")
 _NUMBERED = re.compile(r"^chapters/(?P<stem>\d\d_[A-Za-z0-9_]+)$")
 #: The opening line of a MyST directive, backtick or colon fence: ```{name} arg / :::{name} arg
-_FENCE_RE = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}\s*(?P<arg>.*?)\s*$")
+_FENCE_RE = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*?)\s*$")
 _LABEL_RE = re.compile(r"^\s*:label:\s*(\S+)")
 _EXERCISES_HEADING_RE = re.compile(r"^#{1,4}\s+Exercises\b", re.MULTILINE)
 #: The first code cell of a Jupytext MyST source (the install cell): its header, body and fence.
@@ -302,7 +304,7 @@ def _directive_end(lines: list[str], i: int, fence: str) -> int:
     return min(i + 1, len(lines))
 
 
-def _exercise_label(lines: list[str], i: int) -> str | None:
+def _directive_label(lines: list[str], i: int) -> str | None:
     """The ``:label:`` among the options of the directive opening at ``lines[i]``."""
     for opt in lines[i + 1 :]:
         lm = _LABEL_RE.match(opt)
@@ -397,7 +399,7 @@ class _SourceReader:
                 flush("text", self.block_label)
                 continue
             if name == "exercise":
-                self.exercise = _exercise_label(lines, i) or self.exercise
+                self.exercise = _directive_label(lines, i) or self.exercise
             buf.append(lines[i])
             i += 1
         flush("solution-prose" if self.in_block else "text", self.block_label)
@@ -449,18 +451,47 @@ def book_cells(nb) -> list[BookCell]:
     return _edition_cells(nb) if is_edition(nb) else _source_cells(nb)
 
 
-def _exercise_directives(nb):
-    """``(label, lines, i)`` of every labelled ``{exercise}`` directive of a chapter's Markdown."""
+def _labelled_directives(nb):
+    """``(name, label, lines, i, fence)`` of every labelled directive of a chapter's Markdown:
+    ``lines[i]`` opens it."""
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
         lines = cell.source.split("\n")
         for i, line in enumerate(lines):
             m = _directive(line)
-            if m and m["name"] == "exercise":
-                label = _exercise_label(lines, i)
-                if label is not None:
-                    yield label, lines, i, m["fence"]
+            if m and (label := _directive_label(lines, i)) is not None:
+                yield m["name"], label, lines, i, m["fence"]
+
+
+def _exercise_directives(nb):
+    """``(label, lines, i, fence)`` of every labelled ``{exercise}`` directive of a chapter's
+    Markdown."""
+    for name, *rest in _labelled_directives(nb):
+        if name == "exercise":
+            yield tuple(rest)
+
+
+def directive_labels(nb) -> list[tuple[str, str]]:
+    """``(name, label)`` of every labelled directive of a chapter's Markdown, in order, nested ones
+    included: ``("prf:theorem", "thm-hermite-plancherel")``."""
+    return [(name, label) for name, label, *_ in _labelled_directives(nb)]
+
+
+def blank_code_cells(text: str) -> str:
+    """A chapter's Jupytext MyST source ``text`` with its code cells' lines (fences included) made
+    empty, the line count kept: what a scan of its prose and math reads, with line numbers."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _directive(lines[i])
+        if m and m["name"] == "code-cell":
+            end = _directive_end(lines, i, m["fence"])
+            lines[i:end] = [""] * (end - i)
+            i = end
+        else:
+            i += 1
+    return "\n".join(lines)
 
 
 def exercise_labels(nb) -> list[str]:

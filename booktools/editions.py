@@ -3,8 +3,9 @@
 ``python -m booktools.editions build [--root DIR] [--build-dir DIR] [--out DIR]`` (``make editions``) writes
 ``notebooks/NN_slug.ipynb`` for every chapter ``chapters/NN_slug.ipynb``;
 ``python -m booktools.editions check`` fails when a committed edition differs from what ``build`` would write;
-``python -m booktools.editions install-cells`` writes the Colab install cell (:func:`install_cell`: the wheel of
-this package version on the book's site) into the first code cell of every chapter and its executed notebook.
+``python -m booktools.editions install-cells`` writes the Colab install cell
+(:func:`booktools.install_cell.install_cell`: the wheel of this package version on the book's site) into the
+first code cell of every chapter and its executed notebook.
 
 An edition is the executed chapter notebook (outputs copied, nothing re-executed) whose Markdown a stock
 notebook renderer shows as the book does:
@@ -20,16 +21,16 @@ notebook renderer shows as the book does:
 - solutions are collapsed: prose in ``<details>``, code cells ``source_hidden`` and Colab form cells,
   shipped without their outputs (Colab would show them under the hidden code).
 
-Numbers, titles and anchors come from the index that every build of the book writes
-(``_build/book-index.json``, or that of a ``--build-dir`` of your own; written by
-:func:`booktools.sphinx.ext.book_index` when the build finishes), so they are those of the web
-pages. When that index is missing or older than a chapter, ``_toc.yml`` or ``_config.yml``, the
-book is read into a temporary folder (Sphinx's ``dummy`` builder, about a minute) that is removed
-afterwards. Any construct the converter does not know raises :class:`EditionError`: nothing
-MyST-specific passes through silently.
+Numbers, titles, anchors and the site address come from the book's index
+(:class:`booktools.book_index.BookIndex`: ``_build/book-index.json``, or that of a ``--build-dir`` of
+your own, read again into a temporary folder when missing or stale), so they are those of the web
+pages. Any construct the converter does not know raises :class:`EditionError`, a reference the index
+does not resolve :class:`booktools.book_index.BookIndexError`: nothing MyST-specific passes through
+silently.
 
-The site address for links is ``html.baseurl`` of ``_config.yml`` when set, else the GitHub Pages address
-of ``repository.url`` (``https://OWNER.github.io/NAME/``).
+One job: the MyST-to-CommonMark conversion of a chapter notebook: the converter's block and inline
+writers share one state across cells (the open solution, the citations so far), which the notebook
+assembly reads to cut cells at solution boundaries and end with the reference list.
 """
 
 from __future__ import annotations
@@ -38,39 +39,25 @@ import argparse
 import copy
 import json
 import re
-import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import yaml
 
 from booktools import add_root_option, find_root
-from booktools.chapters import (
-    chapter_notebooks,
-    chapter_sources,
-    install_cell_span,
-    solution_chunks,
-)
+from booktools.book_index import BookIndex, bibliography_anchor, load_index
+from booktools.chapters import chapter_notebooks, solution_chunks
+from booktools.install_cell import write_install_cells
 from booktools.myst import SOLUTION_TITLE
-from booktools.sphinx.ext import BOOK_INDEX_VERSION, book_index_path
-from booktools.wheel import package_version, wheel_name, wheel_sha256
 
 __all__ = [
     "EditionError",
     "myst_leftovers",
-    "BookIndex",
     "Converter",
     "edition_path",
     "build_editions",
     "stale_editions",
-    "load_index",
-    "install_cell",
-    "wheel_path",
-    "wheel_url",
-    "write_install_cells",
 ]
 
 EDITION_DIR = "notebooks"
@@ -86,414 +73,7 @@ MD_SPECIAL = re.compile(r"([\\`*\[\]$|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|<(?=[
 
 
 class EditionError(ValueError):
-    """A construct in a chapter that the edition cannot express (or a reference that does not resolve)."""
-
-
-# --------------------------------------------------------------------------------------------------------
-# What the built book knows: numbers, titles, anchors
-# --------------------------------------------------------------------------------------------------------
-@dataclass
-class BookIndex:
-    """Numbers, titles and anchors of the built book: ``data`` is the index a build writes
-    (:func:`booktools.sphinx.ext.book_index`)."""
-
-    data: dict
-    base_url: str
-    macros: dict[str, str]
-    bib: dict = field(default_factory=dict)
-
-    # ---- numbers ----
-    def chapter_number(self, doc: str) -> str:
-        return ".".join(map(str, self.data["secnumbers"].get(doc, {}).get("", ())))
-
-    def section_numbers(self, doc: str) -> list[tuple[str, str]]:
-        """``(anchor, "3.1")`` for every numbered section below the page title, in document order."""
-        return [
-            (k.lstrip("#"), ".".join(map(str, v)))
-            for k, v in self.data["secnumbers"].get(doc, {}).items()
-            if k
-        ]
-
-    def url(self, doc: str, anchor: str = "") -> str:
-        return f"{self.base_url}{doc}.html" + (f"#{anchor}" if anchor else "")
-
-    def has_document(self, doc: str) -> bool:
-        return doc in self.data["titles"]
-
-    def title(self, doc: str) -> str:
-        if doc not in self.data["titles"]:
-            raise EditionError(f"unknown document {doc!r}")
-        return self.data["titles"][doc]
-
-    def _fignumber(self, label: str, types=None) -> tuple[str, str, str] | None:
-        """``(doc, type, "3.2")`` of an enumerated object (figure, theorem, exercise, ...)."""
-        for doc, by_type in self.data["fignumbers"].items():
-            for typ, numbers in by_type.items():
-                if (types is None or typ in types) and label in numbers:
-                    return doc, typ, ".".join(map(str, numbers[label]))
-        return None
-
-    def numfig_text(self, typ: str, number: str) -> str:
-        fmt = self.data["numfig_format"].get(typ, typ.title() + " %s")
-        text = fmt % number
-        return text[0].upper() + text[1:]
-
-    # ---- references ----
-    def is_proof(self, label: str) -> bool:
-        """Whether ``label`` names a sphinx-proof result (theorem, definition, ...)."""
-        return label in self.data["proofs"]
-
-    def proof(self, label: str) -> tuple[str, str]:
-        entry = self.data["proofs"].get(label)
-        if entry is None:
-            raise EditionError(f"unresolved {{prf:ref}} {label!r}")
-        text = entry["realtype"].title()
-        if not entry["nonumber"]:
-            numbers = self.data["fignumbers"][entry["docname"]][entry["countertype"]][label]
-            text += " " + ".".join(map(str, numbers))
-        return text, self.url(entry["docname"], label)
-
-    def exercise(self, label: str) -> tuple[str, str] | None:
-        entry = self.data["exercises"].get(label)
-        if entry is None or entry.get("type") != "exercise":
-            return None
-        found = self._fignumber(label, {"exercise"})
-        text = "Exercise" + (f" {found[2]}" if found else "")
-        return text, self.url(entry["docname"], label)
-
-    def ref(self, label: str) -> tuple[str, str]:
-        ex = self.exercise(label)
-        if ex is not None:
-            return ex
-        if self.is_proof(label):
-            return self.proof(label)
-        labels = self.data["labels"]
-        if label not in labels:
-            raise EditionError(f"unresolved {{ref}} {label!r}")
-        doc, anchor, title = labels[label]
-        if anchor == label and self.has_document(doc) and title == self.title(doc):
-            anchor = ""  # the page's own label: link to the page
-        return str(title), self.url(doc, anchor)
-
-    def numref(self, label: str, fmt: str | None = None) -> tuple[str, str]:
-        found = self._fignumber(label)
-        if found is None:
-            raise EditionError(f"unresolved {{numref}} {label!r}")
-        doc, typ, number = found
-        if fmt is None:
-            text = self.numfig_text(typ, number)
-        else:
-            text = fmt.replace("%s", number).replace("{number}", number)
-        if typ == "exercise" or self.is_proof(label):
-            anchor = label
-        else:
-            anchor = self.data["labels"].get(label, (doc, label, ""))[1]
-        return text, self.url(doc, anchor)
-
-    def equation(self, label: str) -> tuple[str, str]:
-        objects = self.data["equations"]
-        if label not in objects:
-            raise EditionError(f"unresolved {{eq}} {label!r}")
-        doc, number = objects[label]
-        numbers = self.data["fignumbers"].get(doc, {}).get("displaymath", {})
-        key = f"equation-{label}"
-        if key in numbers:
-            number = ".".join(map(str, numbers[key]))
-        return str(number), self.url(doc, key)
-
-    def doc(self, target: str, from_doc: str) -> tuple[str, str]:
-        target = target.removesuffix(".md").removesuffix(".ipynb")
-        if target.startswith("/"):
-            doc = target.lstrip("/")
-        else:
-            doc = _norm(str(Path(from_doc).parent / target))
-        return self.title(doc), self.url(doc)
-
-    def python(self, name: str) -> str:
-        entry = self.data["python"].get(name)
-        if entry is None:
-            raise EditionError(f"unresolved Python reference {name!r}")
-        doc, anchor = entry
-        return self.url(doc, anchor)
-
-
-def _norm(path: str) -> str:
-    parts: list[str] = []
-    for part in path.split("/"):
-        if part == "..":
-            parts.pop()
-        elif part not in ("", "."):
-            parts.append(part)
-    return "/".join(parts)
-
-
-def _base_url(config: dict) -> str:
-    base = (config.get("html") or {}).get("baseurl")
-    if not base:
-        url = config["repository"]["url"].rstrip("/")
-        m = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+)", url)
-        if not m:
-            raise EditionError(f"cannot derive the site address from repository.url {url!r}")
-        base = f"https://{m[1].lower()}.github.io/{m[2]}/"
-    return base.rstrip("/") + "/"
-
-
-# --------------------------------------------------------------------------------------------------------
-# The Colab install cell: the first code cell of every chapter (and so of every edition)
-# --------------------------------------------------------------------------------------------------------
-PACKAGES_DIR = "packages"  # where the published site hosts the package's wheels (make publish)
-INSTALL_CELL = """\
-# Installs the book's package icl_book if it is missing: the very build this notebook
-# was run with, checked by its SHA-256. ICL_BOOK_WHEEL (a URL or a file) names a mirror.
-import hashlib
-import importlib.util
-import os
-import re
-import subprocess
-import sys
-import tempfile
-import urllib.request
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-
-SITE = "{site}"
-WHEEL = SITE + "{path}"
-SHA256 = "{sha256}"
-# The NumPy and torch releases (major.minor) the book was tested with:
-TESTED = {tested}
-
-
-class InstallFailed(Exception):
-    def _render_traceback_(self):  # IPython shows the message alone, no traceback
-        return [str(self)]
-
-
-# The wheel at source (a URL or a file), saved in folder, if its hash is SHA256.
-def fetch(source, folder):
-    wheel = Path(folder) / source.rsplit("/", 1)[-1]
-    try:
-        if re.match(r"[a-z]+://", source):
-            with urllib.request.urlopen(source, timeout=120) as response:
-                wheel.write_bytes(response.read())
-        else:
-            wheel.write_bytes(Path(source).read_bytes())
-    except OSError as err:
-        raise InstallFailed(
-            f"Could not fetch the book's package from {{source}}\\n({{err}}).\\n"
-            "Check that you are online and run this cell again; on a mirror, set\\n"
-            "ICL_BOOK_WHEEL to the wheel's URL or file."
-        ) from None
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    if digest != SHA256:
-        raise InstallFailed(f"Refused {{source}}: its SHA-256 is {{digest}}, not {{SHA256}}.")
-    return wheel
-
-
-try:
-    importlib.import_module("icl_book")
-except ImportError:
-    if importlib.util.find_spec("torch") is None and "google.colab" not in sys.modules:
-        raise InstallFailed(
-            "icl_book needs PyTorch. Install its CPU build first (on Linux pip's\\n"
-            "default torch is a CUDA build of several GB), then run this cell again:\\n"
-            "  pip install torch --index-url https://download.pytorch.org/whl/cpu"
-        ) from None
-    source = os.environ.get("ICL_BOOK_WHEEL") or WHEEL
-    print(f"Installing the book's package icl_book from {{source}}")
-    with tempfile.TemporaryDirectory() as folder:
-        wheel = fetch(source, folder)
-        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-color", str(wheel)]
-        env = {{**os.environ, "NO_COLOR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}}
-        done = subprocess.run(pip, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        said = re.sub(r"\\x1b\\[[0-9;]*m", "", done.stderr + done.stdout).splitlines()
-        errors = [s for s in said if re.match(r"(ERROR|error):", s)]
-        reason = (errors or [s for s in said if s.strip()] or ["(pip said nothing)"])[0]
-        raise InstallFailed(
-            f"pip could not install the book's package icl_book:\\n{{reason.strip()}}"
-        ) from None
-    importlib.invalidate_caches()  # so that this kernel finds the new package
-    importlib.import_module("icl_book")
-
-for name, (low, high) in TESTED.items():
-    try:
-        have = version(name)
-    except PackageNotFoundError:
-        continue
-    minor = tuple(int(n) for n in re.findall(r"\\d+", have)[:2])
-    if not tuple(map(int, low.split("."))) <= minor <= tuple(map(int, high.split("."))):
-        span = low if low == high else f"{{low}} to {{high}}"
-        print(f"Note: this runtime has {{name}} {{have}}; the book was tested with {{span}}.")"""
-
-
-def bibliography_anchor(key: str) -> str:
-    """The id of ``key``'s entry on the web book's bibliography page (``bibtex_cite_id: cite-{key}``,
-    made an HTML id as docutils does: ``arxiv2610.10761`` → ``cite-arxiv2610-10761``)."""
-    from docutils.nodes import make_id
-
-    return make_id(f"cite-{key}")
-
-
-def wheel_path(root: Path) -> str:
-    """Where the site hosts this build of the package, relative to the site:
-    ``packages/<first 16 hex digits of its SHA-256>/<wheel>``. A changed package gets a new folder, so
-    the earlier wheels (which older copies of the editions pin) stay where they were."""
-    digest = wheel_sha256(root)
-    return f"{PACKAGES_DIR}/{digest[:16]}/{wheel_name(package_version(root))}"
-
-
-def wheel_url(root: Path) -> str:
-    """The address every install cell fetches: ``<site>/`` + :func:`wheel_path`."""
-    config = yaml.safe_load((Path(root) / "_config.yml").read_text())
-    return _base_url(config) + wheel_path(root)
-
-
-def tested_range(root: Path) -> dict[str, tuple[str, str]]:
-    """NumPy's and torch's releases the book is tested with, as ``(lowest, highest)`` major.minor: from
-    the lower bound ``pyproject.toml`` declares (tests/test_packaging.py runs editions there) to the
-    version the lock pins (``requirements.txt``: the whole test suite). torch's lowest allowed release
-    exists only as a multi-GB CUDA build, so tests/test_packaging.py runs the lock's: its range is the
-    lock's release alone."""
-    import tomllib
-    from packaging.requirements import Requirement
-
-    root = Path(root)
-    declared = {
-        r.name: r for r in map(Requirement, tomllib.loads((root / "pyproject.toml").read_text())
-                               ["project"]["dependencies"])
-    }  # fmt: skip
-    lock = (root / "requirements.txt").read_text()
-    out = {}
-    for name in ("numpy", "torch"):
-        pinned = re.search(rf"^{name}==(\S+)", lock, re.M)
-        if pinned is None:
-            raise EditionError(f"requirements.txt pins no {name}")
-        high = ".".join(pinned[1].split(".")[:2])
-        low = next(s.version for s in declared[name].specifier if s.operator == ">=")
-        out[name] = (high if name == "torch" else low, high)
-    return out
-
-
-def install_cell(root: Path) -> str:
-    """The source of the chapters' first code cell, for this build of the package and ``_config.yml``."""
-    config = yaml.safe_load((Path(root) / "_config.yml").read_text())
-    return INSTALL_CELL.format(
-        site=_base_url(config),
-        path=wheel_path(root),
-        sha256=wheel_sha256(root),
-        tested=repr(tested_range(root)).replace("'", '"'),
-    )
-
-
-def write_install_cells(root: Path, chapters: list[str] | None = None) -> list[Path]:
-    """Make the first code cell of every chapter source ``chapters/NN_*.md`` and of its executed
-    ``.ipynb`` the install cell of :func:`install_cell` (nothing else in them changes); returns the
-    files written. ``chapters``: only the chapters whose file name starts with one of these
-    (``["00", "01_hermite"]``); ``None`` for all. ``make editions`` then carries the cell into the
-    editions."""
-    root = Path(root)
-    want = install_cell(root)
-    written = []
-    sources = chapter_sources(root)
-    if chapters is not None:
-        chosen = [md for md in sources if any(md.stem.startswith(c) for c in chapters)]
-        unknown = [c for c in chapters if not any(md.stem.startswith(c) for md in sources)]
-        if unknown:
-            raise EditionError(f"chapters: {unknown} match no chapters/NN_*.md")
-        sources = chosen
-    for md in sources:
-        text = md.read_text()
-        try:
-            start, end = install_cell_span(text)
-        except ValueError:
-            raise EditionError(f"{md.name}: no code cell") from None
-        if text[start:end] != want:
-            md.write_text(text[:start] + want + text[end:])
-            written.append(md)
-        nb_path = md.with_suffix(".ipynb")
-        if not nb_path.exists():
-            continue
-        raw = nb_path.read_text()
-        nb = json.loads(raw)
-        cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
-        if "".join(cell["source"]) != want:
-            cell["source"] = want.splitlines(keepends=True)
-            new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-            nb_path.write_text(new)
-            written.append(nb_path)
-    return written
-
-
-def _macros(config: dict) -> dict[str, str]:
-    macros = config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
-    out = {}
-    for name, value in macros.items():
-        if not isinstance(value, str):
-            raise EditionError(
-                f"macro \\{name} takes arguments; the converter expands only plain macros"
-            )
-        out[name] = value
-    return out
-
-
-def _bibliography(root: Path, config: dict) -> dict:
-    from pybtex.database import parse_file
-
-    entries = {}
-    for name in config.get("bibtex_bibfiles", []):
-        entries.update(parse_file(str(root / name), bib_format="bibtex").entries)
-    return entries
-
-
-def sphinx_build(root: Path, out: Path) -> Path:
-    """Read the book with Sphinx's ``dummy`` builder (no HTML written) into ``out``; return its
-    build dir, which holds the book's index (``book-index.json``, written by
-    ``booktools.sphinx.ext``)."""
-    cmd = [
-        str(Path(sys.executable).parent / "jupyter-book"),
-        "build", str(root), "--all", "--builder", "custom", "--custom-builder", "dummy",
-        "--path-output", str(out),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise EditionError(f"book build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return Path(out) / "_build"
-
-
-def _read_index(path: Path) -> dict | None:
-    """The index at ``path``, or ``None`` if it is missing, unreadable or of another format
-    version."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) and data.get("version") == BOOK_INDEX_VERSION else None
-
-
-def load_index(root: Path, build_dir: Path | None = None) -> BookIndex:
-    """The book's index from ``build_dir`` (default ``root/_build``: its ``book-index.json``);
-    when that index is missing, of another format version, or older than a chapter notebook,
-    ``_toc.yml`` or ``_config.yml``, the book is read into a temporary folder, which is removed
-    once the index is read."""
-    root = Path(root)
-    config = yaml.safe_load((root / "_config.yml").read_text())
-    build_dir = Path(build_dir) if build_dir else root / "_build"
-    path = book_index_path(build_dir)
-    sources = [
-        root / "_config.yml",
-        root / "_toc.yml",
-        *sorted((root / "chapters").glob("*.ipynb")),
-    ]
-    sources += sorted((root / "chapters").glob("*.md"))
-    fresh = path.exists() and path.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
-    data = _read_index(path) if fresh else None
-    if data is None:
-        with tempfile.TemporaryDirectory(prefix="icl-editions-") as tmp:
-            built = book_index_path(sphinx_build(root, Path(tmp)))
-            data = _read_index(built)
-            if data is None:
-                raise EditionError(f"the book build wrote no index of version {BOOK_INDEX_VERSION}")
-    return BookIndex(data, _base_url(config), _macros(config), _bibliography(root, config))
+    """A construct in a chapter that the edition cannot express."""
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -615,7 +195,7 @@ class Converter:
         path, _, anchor = href.partition("#")
         if not path:
             return self.index.url(self.doc, anchor)
-        doc = _norm(str(Path(self.doc).parent / path.removesuffix(".md").removesuffix(".ipynb")))
+        doc = self.index.document(path, self.doc)
         if self.index.has_document(doc):
             return self.index.url(doc, anchor)
         return self.index.ref(path)[1]  # MyST's [text](label) form

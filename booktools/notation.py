@@ -33,6 +33,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from booktools.chapters import blank_code_cells, chapter_sources
+
 from . import add_root_option, find_root
 
 __all__ = [
@@ -616,7 +618,6 @@ def render_page() -> str:
 
 # --- the scan ------------------------------------------------------------------------------------------
 
-_CODE = re.compile(r"^```\{code-cell\}.*?^```\s*$", re.S | re.M)
 _MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", re.S)
 _SEP = re.compile(r"(?<!\\),|;|&|\\\\|\\quad|\\qquad|\\text\{[^}]*\}|\\;|\\:")
 _REL = re.compile(
@@ -626,11 +627,6 @@ _REL = re.compile(
 
 
 _ALIGNED_REL = re.compile(r"&(?=\s*(?::=|=|\\in(?![a-z])|\\sim(?![a-z])|\\propto(?![a-z])))")
-
-
-def _blank_code(text: str) -> str:
-    """The chapter with code cells blanked (line numbers kept)."""
-    return _CODE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
 def _clauses(math: str):
@@ -650,7 +646,7 @@ def _clauses(math: str):
 
 def definitions(text: str, path: str = "<text>"):
     """Every ``lhs rel rhs`` clause of the math of a MyST text (code cells excluded)."""
-    text = _blank_code(text)
+    text = blank_code_cells(text)
     for m in _MATH.finditer(text):
         body_start = m.start(1) if m.group(1) is not None else m.start(2)
         body = m.group(1) if m.group(1) is not None else m.group(2)
@@ -846,7 +842,7 @@ def _local_definitions(text: str) -> set[str]:
 def undefined(text: str, path: str = "<text>", known: set[str] | None = None) -> list[str]:
     """One message per symbol of a chapter's math that is neither registered, nor listed in
     :data:`LOCAL`, nor defined in the chapter (a definition clause, or introduced by a word)."""
-    text = _blank_code(text)
+    text = blank_code_cells(text)
     known = _known() if known is None else known
     local = _local_definitions(text)
     seen, found = set(), []
@@ -895,7 +891,7 @@ def other_meanings(text: str, path: str = "<text>") -> list[str]:
     chapter does not define it: a registered letter as an index (``x_\\mu``, ``\\sum_\\mu``), a registered
     scalar as a subscripted family (``\\lambda_j``), or a definition of a registered letter in a form the
     registry does not know (``\\sigma = \\|w\\|/\\sqrt d`` beside the registered ``\\sigma^2``)."""
-    text = _blank_code(text)
+    text = blank_code_cells(text)
     registered = _registered_keys()
     local = _local_definitions(text)
     seen, found = set(), []
@@ -954,7 +950,7 @@ def shared_unregistered(texts: dict[str, str]) -> list[str]:
     chapters: dict[str, list[str]] = {}
     for path, text in texts.items():
         symbols = set()
-        for m in _MATH.finditer(_blank_code(text)):
+        for m in _MATH.finditer(blank_code_cells(text)):
             body = m.group(1) if m.group(1) is not None else m.group(2)
             symbols |= {s + "_" if sub else s for s, sub in _tokens(body)}
         for key in symbols:
@@ -968,7 +964,8 @@ def shared_unregistered(texts: dict[str, str]) -> list[str]:
 
 
 def chapter_paths(root: Path) -> list[Path]:
-    return sorted((root / "chapters").glob("[0-9][0-9]_*.md")) + [root / "chapters/explorer.md"]
+    """The pages the scans read: the chapters' sources (``_toc.yml``'s) and the theory explorer."""
+    return chapter_sources(root) + [root / "chapters/explorer.md"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@ of ``make publish``).
 
 ``make publish`` builds the editions, the whole-book PDF and the HTML (which copies the PDF, the editions and
 the chapters' Markdown sources into the site); this step adds the support package's wheel at
-``SITE/packages/<hash>/`` (:func:`booktools.editions.wheel_path`: the folder is the first 16 hex digits of
+``SITE/packages/<hash>/`` (:func:`booktools.install_cell.wheel_path`: the folder is the first 16 hex digits of
 the wheel's SHA-256) and then checks that the folder is complete: the PDF, every edition as committed, and
 the wheel at the very address, with the very SHA-256, that every edition's install cell names.
 
@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from booktools import add_root_option, editions, find_root
+from booktools import add_root_option, editions, find_root, install_cell
 from booktools.wheel import build_wheel, wheel_sha256
 
 __all__ = ["keep_earlier_wheels", "site_problems", "write_index"]
@@ -50,7 +50,7 @@ def keep_earlier_wheels(url: str, packages: Path) -> list[str]:
     """Copy into ``packages`` every wheel listed by ``<url>/packages/index.txt`` (the site as deployed
     before); returns what was copied. A site with no index yet (a first deployment) keeps nothing; a
     listed wheel that is missing or whose SHA-256 does not start with its folder's name fails."""
-    base = url.rstrip("/") + f"/{editions.PACKAGES_DIR}/"
+    base = url.rstrip("/") + f"/{install_cell.PACKAGES_DIR}/"
     try:
         with urllib.request.urlopen(base + INDEX, timeout=60) as response:
             listed = response.read().decode().split()
@@ -91,16 +91,16 @@ def site_problems(root: Path, site: Path) -> list[str]:
             problems.append(
                 f"{site}: {editions.EDITION_DIR}/{ed.name} missing or not the committed one"
             )
-    path = editions.wheel_path(root)
+    path = install_cell.wheel_path(root)
     wheel = site / path
     if not wheel.exists():
-        problems.append(f"{site}: no {path} (the editions install {editions.wheel_url(root)})")
+        problems.append(f"{site}: no {path} (the editions install {install_cell.wheel_url(root)})")
     elif sha256(wheel) != wheel_sha256(root):
         problems.append(f"{site}: {path} is not the build the install cells pin (SHA-256)")
-    index = site / editions.PACKAGES_DIR / INDEX
+    index = site / install_cell.PACKAGES_DIR / INDEX
     listed = index.read_text().split() if index.exists() else []
-    if path.removeprefix(editions.PACKAGES_DIR + "/") not in listed:
-        problems.append(f"{site}: {editions.PACKAGES_DIR}/{INDEX} does not list {path}")
+    if path.removeprefix(install_cell.PACKAGES_DIR + "/") not in listed:
+        problems.append(f"{site}: {install_cell.PACKAGES_DIR}/{INDEX} does not list {path}")
     return problems
 
 
@@ -117,13 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     add_root_option(parser)
     args = parser.parse_args(argv)
     root = find_root(args.root)
-    packages = args.site / editions.PACKAGES_DIR
+    packages = args.site / install_cell.PACKAGES_DIR
     if args.keep_from:
         kept = keep_earlier_wheels(args.keep_from, packages)
         print(f"kept {len(kept)} earlier wheel(s) from {args.keep_from}")
     with tempfile.TemporaryDirectory() as tmp:
         built = build_wheel(root, Path(tmp))
-        wheel = args.site / editions.wheel_path(root)
+        wheel = args.site / install_cell.wheel_path(root)
         wheel.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, wheel)
     print(f"wheel: {wheel}")

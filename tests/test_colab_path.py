@@ -50,7 +50,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from booktools import editions, fresh_venv
+from booktools import fresh_venv, install_cell
 from booktools.chapters import chapter_notebooks, chapter_sources
 from booktools.wheel import build_wheel, wheel_inputs, wheel_sha256
 
@@ -111,15 +111,15 @@ def test_every_install_cell_pins_this_package_build_on_the_configured_site(path)
         f"{name} installs {m['site'] + m['path']} ({m['sha'][:16]}), not the wheel of the package as "
         f"it is now ({expected}): {fix}"
     )
-    assert cell == editions.install_cell(ROOT), (
-        f"{name}: not the install cell of booktools.editions (edited by hand, or older): {fix}"
+    assert cell == install_cell.install_cell(ROOT), (
+        f"{name}: not the install cell of booktools.install_cell (edited by hand, or older): {fix}"
     )
     guard = cell.index('try:\n    importlib.import_module("icl_book")\nexcept ImportError:')
     assert guard < cell.index("pip = "), f"{name}: pip must run only when the import fails"
 
 
 def test_install_cell_regex_can_fail():
-    cell = editions.install_cell(ROOT)
+    cell = install_cell.install_cell(ROOT)
     m = WHEEL_RE.search(cell)
     assert m["path"].endswith(".whl") and m["site"] == _site_address()
     assert WHEEL_RE.search(cell.replace("WHEEL = SITE +", "WHEEL =")) is None
@@ -229,7 +229,7 @@ def _empty(tmp_path):
 
 def _served_cell(url, **replace):
     """The install cell with the site at ``url`` (and ``replace``: name → new text of a line ``NAME =``)."""
-    cell = editions.install_cell(ROOT)
+    cell = install_cell.install_cell(ROOT)
     served = cell.replace(_site_address(), f"{url}/")
     assert served != cell
     for name, value in replace.items():
@@ -241,7 +241,7 @@ def _served_cell(url, **replace):
 def _site_with(tmp_path, data: bytes):
     """A site folder serving ``data`` where the install cell looks for the wheel."""
     site = tmp_path / "site"
-    wheel = site / editions.wheel_path(ROOT)
+    wheel = site / install_cell.wheel_path(ROOT)
     wheel.parent.mkdir(parents=True)
     wheel.write_bytes(data)
     return site
@@ -285,7 +285,7 @@ def test_install_cell_installs_the_pinned_wheel_and_imports_it(tmp_path):
     install, after = cells
     assert [o.output_type for o in install.outputs] == ["stream"], install.outputs
     assert _streams(install, "stdout") == (
-        f"Installing the book's package icl_book from {url}/{editions.wheel_path(ROOT)}\n"
+        f"Installing the book's package icl_book from {url}/{install_cell.wheel_path(ROOT)}\n"
     )
     module = Path(_streams(after, "stdout").strip()).resolve()
     assert module.is_relative_to(site.resolve()), module
@@ -339,14 +339,14 @@ def test_a_failed_install_stops_with_one_clear_message_and_no_cascade(tmp_path):
 
     url, cells = runs["missing"]
     message = _stopped(cells)
-    source = f"{url}/{editions.wheel_path(ROOT)}"
+    source = f"{url}/{install_cell.wheel_path(ROOT)}"
     assert message.startswith(f"Could not fetch the book's package from {source}\n"), message
     assert "404" in message and "run this cell again" in message and "ICL_BOOK_WHEEL" in message
 
     url, cells = runs["tampered"]
     message = _stopped(cells)
     assert message == (
-        f"Refused {url}/{editions.wheel_path(ROOT)}: its SHA-256 is "
+        f"Refused {url}/{install_cell.wheel_path(ROOT)}: its SHA-256 is "
         f"{hashlib.sha256(tampered).hexdigest()}, not {wheel_sha256(ROOT)}."
     )
     assert _streams(cells[0], "stdout").count("\n") == 1  # "Installing ...": pip never ran

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 import yaml
 
-from booktools import chapters, editions
+from booktools import book_index, chapters, editions
 from booktools.sphinx import ext
 from booktools.sphinx.colab import colab_edition_url
 
@@ -33,7 +33,7 @@ MACROS = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"][
 
 @pytest.fixture(scope="module")
 def index():
-    return editions.load_index(ROOT)
+    return book_index.load_index(ROOT)
 
 
 def _markdown_cells(path):
@@ -140,7 +140,7 @@ def test_converter_output(index):
     assert f"[Theorem {number}](https://" in md and "Lu *et al.* [[2025]" in md
     with pytest.raises(editions.EditionError, match="directive"):
         conv.blocks("```{unknowndirective}\nx\n```")
-    with pytest.raises(editions.EditionError, match="unresolved"):
+    with pytest.raises(book_index.BookIndexError, match="unresolved"):
         conv.blocks("{prf:ref}`no-such-label`")
     with pytest.raises(editions.EditionError, match="glued"):
         conv.blocks("{glue:}`missing`")
@@ -162,7 +162,7 @@ def test_the_build_writes_the_index_the_editions_read():
         pytest.skip("no _build/book-index.json or _build/html (make html)")
     data = json.loads(path.read_text())
     assert data["version"] == ext.BOOK_INDEX_VERSION and set(data) == INDEX_FIELDS
-    index = editions.BookIndex(data, "https://example.org/", {})
+    index = book_index.BookIndex(data, "https://example.org/", {})
     theorems = [
         k for k, v in data["proofs"].items() if v["realtype"] == "theorem" and not v["nonumber"]
     ]
@@ -198,7 +198,7 @@ def test_the_build_writes_the_index_the_editions_read():
 
 
 def _fake_build(data, calls):
-    """A stand-in for ``editions.sphinx_build``: writes ``data`` as a build's index into ``out``."""
+    """A stand-in for ``book_index.sphinx_build``: writes ``data`` as a build's index into ``out``."""
 
     def build(root, out):
         calls.append(Path(out))
@@ -220,32 +220,32 @@ def test_a_stale_index_is_rebuilt_in_a_folder_that_is_removed(tmp_path, monkeypa
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(editions, "sphinx_build", _fake_build(data, calls))
+    monkeypatch.setattr(book_index, "sphinx_build", _fake_build(data, calls))
     build_dir = tmp_path / "_build"
 
-    assert editions.load_index(ROOT, build_dir).data == data  # missing
+    assert book_index.load_index(ROOT, build_dir).data == data  # missing
     assert len(calls) == 1 and calls[0].parent == temp and list(temp.iterdir()) == []
 
     build_dir.mkdir()
     own = {**data, "titles": {"chapters/intro": "Own"}}
     path = ext.book_index_path(build_dir)
     path.write_text(json.dumps(own))
-    assert editions.load_index(ROOT, build_dir).data == own  # fresh: no build
+    assert book_index.load_index(ROOT, build_dir).data == own  # fresh: no build
     assert len(calls) == 1
 
     os.utime(path, (0, 0))  # older than every chapter
-    assert editions.load_index(ROOT, build_dir).data == data
+    assert book_index.load_index(ROOT, build_dir).data == data
     path.write_text(json.dumps({**own, "version": -1}))  # another format
-    assert editions.load_index(ROOT, build_dir).data == data
+    assert book_index.load_index(ROOT, build_dir).data == data
     assert len(calls) == 3 and list(temp.iterdir()) == []
 
     def failing(root, out):
         (Path(out) / "partial").write_text("x")
-        raise editions.EditionError("book build failed")
+        raise book_index.BookIndexError("book build failed")
 
-    monkeypatch.setattr(editions, "sphinx_build", failing)
-    with pytest.raises(editions.EditionError, match="failed"):
-        editions.load_index(ROOT, tmp_path / "none")
+    monkeypatch.setattr(book_index, "sphinx_build", failing)
+    with pytest.raises(book_index.BookIndexError, match="failed"):
+        book_index.load_index(ROOT, tmp_path / "none")
     assert list(temp.iterdir()) == []
 
 
@@ -256,7 +256,7 @@ def test_the_fallback_build_writes_the_index(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    index = editions.load_index(ROOT, tmp_path / "no-build")
+    index = book_index.load_index(ROOT, tmp_path / "no-build")
     assert set(index.data) == INDEX_FIELDS
     assert list(temp.iterdir()) == []
     problems = editions.stale_editions(ROOT, index)
@@ -353,12 +353,12 @@ def test_citations_link_the_web_bibliography():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["sphinx"]["config"]["bibtex_cite_id"] == "cite-{key}"
     keys = set(pybtex.database.parse_file(str(ROOT / "references.bib")).entries)
-    ids = {editions.bibliography_anchor(k) for k in keys}
-    assert editions.bibliography_anchor("arxiv2610.10761") == "cite-arxiv2610-10761"
+    ids = {book_index.bibliography_anchor(k) for k in keys}
+    assert book_index.bibliography_anchor("arxiv2610.10761") == "cite-arxiv2610-10761"
     built = ROOT / "_build" / "html" / "chapters" / "bibliography.html"
     if built.exists():
         assert ids <= set(re.findall(r'id="(cite-[^"]+)"', built.read_text())), ids
-    page = f"{editions._base_url(config)}chapters/bibliography.html"
+    page = f"{book_index.site_url(config)}chapters/bibliography.html"
     cited = 0
     for path in EDITIONS:
         text = "".join(c.source for c in _markdown_cells(path))

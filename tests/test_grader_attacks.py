@@ -20,8 +20,7 @@ import nbformat
 import pytest
 
 from booktools import assignments as A
-from booktools.grading import grader as G
-from booktools.grading import sandbox
+from booktools.grading import channel, sandbox
 from booktools.grading.batch import grade
 from booktools.grading.report import write_report
 
@@ -345,7 +344,7 @@ VICTIMS_AFTER = (
 # What the report says of exercise 2 where the attack stops the kernel or the answer
 MESSAGE_2 = {
     "infinite_loop_then_next_exercise": "timeout",
-    "ignore_interrupt_then_loop": G.HUNG,
+    "ignore_interrupt_then_loop": channel.HUNG,
     "kill_every_process_it_sees": "kernel died",
     "fifo_in_place_of_the_reply": "the answer is not a file",
     "symlink_in_place_of_the_channel": "the submission did not answer",

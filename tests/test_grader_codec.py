@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from booktools.grading import codec, grader
+from booktools.grading import channel, codec
 
 
 class _Box:
@@ -34,7 +34,7 @@ def _wire(value):
 def test_the_kernel_runs_this_modules_source(tmp_path):
     """The cell a request runs executes exactly ``codec.py``'s text (so the halves cannot
     drift), and that cell answers the grader's request when run as the kernel would run it."""
-    session = object.__new__(grader._Session)
+    session = object.__new__(channel.KernelSession)
     session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     sent, user_ns = [], {"answer": lambda x: 2 * x, "value": np.float64(0.5)}
@@ -153,7 +153,7 @@ def test_the_halves_differ_where_trust_does():
 def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
     """A reply that decodes to nothing the grader accepts (here a forged unknown tag) is a
     RemoteError for that request, which fails that check, not an error that ends the submission."""
-    session = object.__new__(grader._Session)
+    session = object.__new__(channel.KernelSession)
     session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     user_ns = {"value": 1.5}
@@ -169,7 +169,7 @@ def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
 
     session.run = run
     try:
-        with pytest.raises(grader.RemoteError, match="unreadable answer"):
+        with pytest.raises(channel.RemoteError, match="unreadable answer"):
             session.request({"op": "eval", "expr": "value"}, 5)
         session.run = lambda code, timeout, taken=None: exec(code, user_ns)
         assert session.request({"op": "eval", "expr": "value"}, 5) == 1.5  # the next one works

@@ -21,6 +21,7 @@ import pytest
 
 from booktools import assignments as A
 from booktools.assignments.cli import main, release_to_grade
+from booktools.grading import channel
 from booktools.grading import grader as G
 from booktools.grading import sandbox as S
 from booktools.grading.batch import chapter_of_path, grade, student_name
@@ -397,7 +398,7 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
             return True
 
     (tmp_path / "work").mkdir()
-    session = G._Session(Box(), 0.0)
+    session = channel.KernelSession(Box(), 0.0)
     real_loads = json.loads
 
     def forge(code, timeout, taken=None):  # the kernel's side: a huge, well-formed reply
@@ -411,9 +412,11 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
 
     parsed = []
     monkeypatch.setattr(session, "run", forge)
-    monkeypatch.setattr(G.json, "loads", lambda *a, **k: parsed.append(1) or real_loads(*a, **k))
+    monkeypatch.setattr(
+        channel.json, "loads", lambda *a, **k: parsed.append(1) or real_loads(*a, **k)
+    )
     try:
-        with pytest.raises(G.RemoteError, match="too large"):
+        with pytest.raises(channel.RemoteError, match="too large"):
             session.request({"op": "eval", "expr": "answer"}, 10)
     finally:
         session.close()

@@ -108,12 +108,12 @@ def test_setuptools_bound_covers_the_spdx_licence():
 def test_readme_says_what_installs():
     """No ``icl-book`` distribution exists on PyPI: the README names where the notebooks' wheels are, as
     ``packages/<hash>/<wheel>`` (the hash itself cannot be in the README: the README is in the wheel)."""
-    from booktools import editions
+    from booktools import install_cell
 
     readme = (ROOT / "README.md").read_text()
     assert "pip install icl-book" not in readme
     urls = re.findall(r"https://\S+?\.whl", readme)
-    url = editions.wheel_url(ROOT)
+    url = install_cell.wheel_url(ROOT)
     hashed = url.split("/")[-2]
     assert urls and set(urls) == {url.replace(f"/{hashed}/", "/<hash>/")}, urls
 

@@ -13,7 +13,7 @@ import shutil
 import pytest
 import yaml
 
-from booktools import editions, publish
+from booktools import editions, install_cell, publish
 from booktools.wheel import build_wheel
 
 from .conftest import ROOT
@@ -38,7 +38,7 @@ def test_the_pages_workflow_publishes_only_a_tested_commit_and_keeps_the_wheels(
     checkouts = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")]
     assert [c["with"]["ref"] for c in checkouts] == ["${{ github.event.workflow_run.head_sha }}"]
     runs = [s["run"].strip() for s in job["steps"] if "run" in s and "make " in s["run"]]
-    site = editions.wheel_url(ROOT).split(editions.PACKAGES_DIR + "/")[0]
+    site = install_cell.wheel_url(ROOT).split(install_cell.PACKAGES_DIR + "/")[0]
     assert runs == [f"make publish KEEP_FROM={site}"], runs
     uploads = [
         s
@@ -79,15 +79,15 @@ def test_an_incomplete_site_is_refused(tmp_path):
     (site / editions.EDITION_DIR).mkdir()
     for ed in (ROOT / editions.EDITION_DIR).glob("*.ipynb"):
         (site / editions.EDITION_DIR / ed.name).write_bytes(ed.read_bytes())
-    wheel = site / editions.wheel_path(ROOT)
+    wheel = site / install_cell.wheel_path(ROOT)
     wheel.parent.mkdir(parents=True)
     wheel.write_bytes(b"PK")  # at its path, but not the build the cells pin
-    publish.write_index(site / editions.PACKAGES_DIR)
+    publish.write_index(site / install_cell.PACKAGES_DIR)
     assert [p for p in publish.site_problems(ROOT, site) if "SHA-256" in p]
     build_wheel(ROOT, tmp_path / "dist")
     shutil.copyfile(tmp_path / "dist" / wheel.name, wheel)
     assert publish.site_problems(ROOT, site) == []
-    (site / editions.PACKAGES_DIR / publish.INDEX).write_text("")
+    (site / install_cell.PACKAGES_DIR / publish.INDEX).write_text("")
     assert [p for p in publish.site_problems(ROOT, site) if "does not list" in p]
 
 
@@ -97,18 +97,18 @@ def test_publish_keeps_the_wheels_of_the_site_deployed_before(tmp_path):
     deployment (no index yet) keeps nothing; a listed wheel whose bytes do not match its folder fails."""
     from .browser import serve
 
-    old_site, new_packages = tmp_path / "old", tmp_path / "new" / editions.PACKAGES_DIR
+    old_site, new_packages = tmp_path / "old", tmp_path / "new" / install_cell.PACKAGES_DIR
     data = b"an earlier build of the package"
     folder = hashlib.sha256(data).hexdigest()[:16]
-    (old_site / editions.PACKAGES_DIR / folder).mkdir(parents=True)
-    (old_site / editions.PACKAGES_DIR / folder / "icl_book-0.1.0-py3-none-any.whl").write_bytes(
+    (old_site / install_cell.PACKAGES_DIR / folder).mkdir(parents=True)
+    (old_site / install_cell.PACKAGES_DIR / folder / "icl_book-0.1.0-py3-none-any.whl").write_bytes(
         data
     )
     with serve(old_site) as url:
         assert (
             publish.keep_earlier_wheels(url, new_packages) == []
         )  # no index.txt: first deployment
-        publish.write_index(old_site / editions.PACKAGES_DIR)
+        publish.write_index(old_site / install_cell.PACKAGES_DIR)
         kept = publish.keep_earlier_wheels(url, new_packages)
         assert kept == [f"{folder}/icl_book-0.1.0-py3-none-any.whl"]
         assert (new_packages / kept[0]).read_bytes() == data
@@ -117,6 +117,6 @@ def test_publish_keeps_the_wheels_of_the_site_deployed_before(tmp_path):
         assert publish.write_index(new_packages) == sorted(
             [kept[0], "0123456789abcdef/icl_book-0.1.0-py3-none-any.whl"]
         )
-        (old_site / editions.PACKAGES_DIR / kept[0]).write_bytes(b"tampered")
+        (old_site / install_cell.PACKAGES_DIR / kept[0]).write_bytes(b"tampered")
         with pytest.raises(SystemExit, match="does not have the SHA-256 its folder names"):
             publish.keep_earlier_wheels(url, tmp_path / "other")

@@ -15,12 +15,13 @@ What runs where:
   the grader's inputs to the kernel and brings back the output, serialized as tagged JSON (numbers,
   arrays as raw bytes, tuples, lists, dicts, named tuples; a returned function becomes another proxy;
   both halves in :mod:`booktools.grading.codec`, whose source is what the kernel runs)
-  through a file named with a per-call random token. Nothing else crosses: no code, no pickles, and no
-  printed text is ever read as a result. The grader opens those files through a descriptor of the
-  folder it made (no symbolic link followed, regular files only), since the kernel can write there.
+  through a file named with a per-call random token (:mod:`booktools.grading.channel`). Nothing
+  else crosses: no code, no pickles, and no printed text is ever read as a result. The grader opens
+  those files through a descriptor of the folder it made (no symbolic link followed, regular files
+  only), since the kernel can write there.
 - **Time**: a cell over its timeout is interrupted and grading goes on; a kernel that does not stop
-  within ``INTERRUPT_GRACE_S`` of the interrupt (it ignores ``SIGINT``) is killed and its remaining
-  exercises score zero, so one hostile cell costs seconds, not the notebook's timeout.
+  within ``channel.INTERRUPT_GRACE_S`` of the interrupt (it ignores ``SIGINT``) is killed and its
+  remaining exercises score zero, so one hostile cell costs seconds, not the notebook's timeout.
 
 So patching ``icl_book.checks``, ``np.allclose`` or ``icl_book.hermite`` in the kernel, redefining a
 check, editing or deleting check cells, decoy cells, printed pass lines, edited ``points`` or exercise
@@ -42,19 +43,16 @@ import contextlib
 import importlib
 import io
 import json
-import os
 import pkgutil
-import queue
 import secrets
 import shutil
-import stat
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from booktools.grading import codec, sandbox
+from booktools.grading import channel, sandbox
 from booktools.myst import parse_python
 from booktools.release_format import nbgrader_of, partial_credit, written_label
 
@@ -65,11 +63,6 @@ __all__ = [
     "release_plan",
     "grade_submission",
 ]
-
-# A reply larger than this is a failed answer, rejected by its size before it is read or parsed (a
-# forged 60 MB reply once took the grader from 328 MB to 1.87 GB); the largest honest answer of the
-# book's checks is far below a megabyte.
-MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 
 class InfrastructureError(RuntimeError):
@@ -173,197 +166,6 @@ def _preload_references() -> None:
             importlib.import_module(mod.name)
         except Exception:  # noqa: BLE001 - optional parts (e.g. a missing extra) are not references
             pass
-
-
-# --------------------------------------------------------------------------------------------------
-# Talking to the kernel
-# --------------------------------------------------------------------------------------------------
-class _Timeout(BaseException):
-    """The kernel did not answer in time (not an ``Exception``: a check's ``call_answer`` must not
-    turn it into a hint)."""
-
-
-class _KernelDied(BaseException):
-    """The kernel is gone (its message, if any, is the report's)."""
-
-
-HUNG = "timeout; the kernel ignored the interrupt and was stopped"
-INTERRUPT_GRACE_S = 15  # how long an interrupted cell may take to stop before the kernel is killed
-# How long the kernel may take to pick up a request (run the wire format's code, read the request
-# file, mark it taken) before the grader stops waiting: milliseconds for a working kernel; a kernel
-# whose builtins, ``exec`` or files the submission broke never gets there, and must not hold the
-# batch for the check's whole timeout.
-RPC_GRACE_S = 10
-NO_RPC = (
-    f"the kernel did not take the grader's request within {RPC_GRACE_S} s (the submission broke "
-    "what the request runs on, e.g. builtins.open) and was stopped"
-)
-
-
-class RemoteError(Exception):
-    """The student's function raised ``name: message`` in the kernel."""
-
-
-class _Session:
-    def __init__(self, box, deadline_for_cell):
-        self.box = box
-        self.deadline = deadline_for_cell
-        self.channel = box.private / "work" / f".grader-{secrets.token_hex(8)}"
-        self.channel.mkdir()
-        # The kernel can rename the channel and put a symlink in its place: the grader reads and
-        # writes through a descriptor of the directory it made, never following a link.
-        self.dir_fd = os.open(self.channel, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.dir_fd)
-
-    def run(self, code: str, timeout: float, taken=None) -> dict:
-        """Execute ``code``; return {"status", "error": (ename, evalue) | None}. ``taken``: for a
-        request, whether the kernel has taken it; a kernel still busy without having taken it
-        ``RPC_GRACE_S`` after the request is killed (:data:`NO_RPC`)."""
-        kc = self.box.client
-        msg_id = kc.execute(code, store_history=False, allow_stdin=False, stop_on_error=False)
-        start = time.monotonic()
-        end = start + timeout
-        error, status = None, None
-        while True:
-            if taken is not None and time.monotonic() - start > RPC_GRACE_S:
-                if not taken():
-                    self.box.kill()
-                    raise _KernelDied(NO_RPC)
-                taken = None
-            left = end - time.monotonic()
-            if left <= 0:
-                if not self._interrupt(msg_id):
-                    # SIGINT ignored or swallowed: every later cell would wait its whole timeout
-                    self.box.kill()
-                    raise _KernelDied(HUNG)
-                raise _Timeout()
-            try:
-                msg = kc.get_iopub_msg(timeout=min(left, 0.5))
-            except queue.Empty:
-                if not self.box.alive():
-                    raise _KernelDied() from None
-                continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind = msg["msg_type"]
-            if kind == "error":
-                error = (msg["content"].get("ename", "Error"), msg["content"].get("evalue", ""))
-            elif kind == "status" and msg["content"]["execution_state"] == "idle":
-                status = "ok" if error is None else "error"
-                break
-        return {"status": status, "error": error}
-
-    def _interrupt(self, msg_id: str) -> bool:
-        """Interrupt the cell ``msg_id``; whether it ended (or the kernel died) within the grace."""
-        try:
-            self.box.interrupt()
-        except Exception:  # noqa: BLE001
-            return False
-        kc = self.box.client
-        end = time.monotonic() + INTERRUPT_GRACE_S
-        while time.monotonic() < end:  # drain until the kernel is idle again
-            try:
-                msg = kc.get_iopub_msg(timeout=1.0)
-            except queue.Empty:
-                if not self.box.alive():
-                    return True
-                continue
-            # the interrupt request has a busy/idle status of its own: wait for the cell's
-            if (
-                msg["msg_type"] == "status"
-                and msg["content"]["execution_state"] == "idle"
-                and msg.get("parent_header", {}).get("msg_id") == msg_id
-            ):
-                return True
-        return False
-
-    def request(self, req: dict, timeout: float):
-        token = secrets.token_hex(16)
-        req_name, reply_name = f"req-{token}.json", f"reply-{token}.json"
-        taken_name = f"taken-{token}"
-        body = json.dumps(
-            {
-                **req,
-                "token": token,
-                "reply": str(self.channel / reply_name),
-                "taken": str(self.channel / taken_name),
-            }
-        )
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        fd = os.open(req_name, flags, 0o644, dir_fd=self.dir_fd)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body)
-
-        def taken() -> bool:
-            try:
-                os.stat(taken_name, dir_fd=self.dir_fd, follow_symlinks=False)
-                return True
-            except OSError:
-                return False
-
-        try:
-            self.run(codec.kernel_code(str(self.channel / req_name)), timeout, taken)
-        finally:
-            for name in (req_name, taken_name):
-                with contextlib.suppress(OSError):
-                    os.unlink(name, dir_fd=self.dir_fd)
-        try:
-            # non-blocking: a FIFO in the reply's place must not stall the grader
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-            fd = os.open(reply_name, flags, dir_fd=self.dir_fd)
-            with os.fdopen(fd, "rb") as fh:
-                info = os.fstat(fh.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    raise RemoteError("the answer is not a file")
-                if info.st_size > MAX_REPLY_BYTES:
-                    raise RemoteError("the answer is too large")
-                data = json.loads(fh.read(MAX_REPLY_BYTES + 1).decode("utf-8"))
-        except FileNotFoundError:
-            if not self.box.alive():
-                raise _KernelDied() from None
-            raise RemoteError("the submission did not answer") from None
-        except (OSError, ValueError, RecursionError) as exc:
-            raise RemoteError(f"unreadable answer: {str(exc)[:200]}") from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(reply_name, dir_fd=self.dir_fd)
-        if not isinstance(data, dict) or data.get("token") != token:
-            raise RemoteError("the answer did not come from this request")
-        if "error" in data:
-            name, message, not_impl = (list(data["error"]) + ["", "", False])[:3]
-            if not_impl:
-                raise NotImplementedError(str(message))
-            raise RemoteError(f"{str(name)[:80]}: {str(message)[:300]}")
-        try:
-            return codec.decode(data.get("value"), remote=self.proxy)
-        except (ValueError, TypeError, RecursionError) as exc:
-            # the submission's own reply: this check fails, the next exercises are still graded
-            raise RemoteError(f"unreadable answer: {str(exc)[:200]}") from None
-
-    def proxy(self, ref: int):
-        session = self
-
-        class StudentFunction:
-            """The student's function, called in their kernel on the grader's inputs."""
-
-            __name__ = "student_function"
-
-            def __call__(self, *args, **kwargs):
-                left = session.deadline - time.monotonic()
-                if left <= 0:
-                    raise _Timeout()
-                req = {
-                    "op": "call",
-                    "ref": ref,
-                    "args": [codec.encode(a) for a in args],
-                    "kwargs": {str(k): codec.encode(v) for k, v in kwargs.items()},
-                }
-                return session.request(req, left)
-
-        return StudentFunction()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -476,7 +278,7 @@ def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[
     try:
         args = [session.request({"op": "eval", "expr": e}, timeout) for e in item.args]
         kwargs = {k: session.request({"op": "eval", "expr": e}, timeout) for k, e in item.kwargs}
-    except RemoteError as exc:
+    except channel.RemoteError as exc:
         return 0, str(exc)
     except NotImplementedError:
         return 0, "not implemented yet"
@@ -498,7 +300,7 @@ def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[
                 note = f" (inputs drawn with seed {seed})" if drew else ""
     except CheckFailed as exc:
         return _partial_score(item, parts, exc), _partial_message(parts, exc) + note
-    except (_Timeout, _KernelDied):
+    except (channel.KernelTimeout, channel.KernelDied):
         raise
     except Exception as exc:  # noqa: BLE001 - a reference check crashing on odd data is a zero
         return 0, f"{type(exc).__name__}: {exc}"
@@ -605,7 +407,7 @@ def grade_submission(
                 f"the kernel for {student} could not start: {type(exc).__name__}: {exc}"
             ) from exc
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
-        session = _Session(box, 0.0)
+        session = channel.KernelSession(box, 0.0)
         session.inputs_seed = secrets.randbits(32) if inputs_seed is None else int(inputs_seed)
         nb_end = time.monotonic() + notebook_timeout
         stopped = None
@@ -618,9 +420,9 @@ def grade_submission(
                     continue
                 try:
                     session.run(source, min(timeout, left))
-                except _Timeout:
+                except channel.KernelTimeout:
                     continue  # interrupted: go on with the next cell
-                except _KernelDied as exc:
+                except channel.KernelDied as exc:
                     stopped = str(exc) or "kernel died"
                 continue
             if stopped is not None:
@@ -628,9 +430,9 @@ def grade_submission(
                 continue
             try:
                 score, message = _run_check(session, item, min(timeout, left))
-            except _Timeout:
+            except channel.KernelTimeout:
                 score, message = 0, "timeout"
-            except _KernelDied as exc:
+            except channel.KernelDied as exc:
                 score, message = 0, str(exc) or "kernel died"
                 stopped = message
             results[item.label] = ExerciseResult(

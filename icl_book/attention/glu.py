@@ -23,6 +23,10 @@ The explicit construction (:func:`glu_lsa_block_weights`) writes ``q(x)`` with `
 ``q_jk = √2 x_j x_k`` (``j < k``) into the scratch, so ``q(x)·q(x') = (x·x')²``; the LSA with
 ``W^{KQ} = diag(I, 0)`` over ``φ = [x; q(x)]`` and ``−η`` on the ``y`` slot then predicts
 ``ŷ = (η/N) Σ_i y_i k(x_i, x_q)`` with ``k(x, x') = x·x' + (x·x')²``: one GD step on kernel regression.
+
+One job: chapter 5's LSA+GLU block, as the construction's exact weights and as the torch modules
+trained against them (:meth:`TransformerBlock.from_weights` loads the construction); both read the
+same token layout (:func:`glu_token_layout`) and weight checks.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def _numbers(value) -> list[int]:
 
 
 def book_index(app) -> dict:
-    """What ``booktools.editions.BookIndex`` reads, from the complete environment of a build:
+    """What ``booktools.book_index.BookIndex`` reads, from the complete environment of a build:
 
     - ``secnumbers``: document → {anchor ("" for the page, else ``"#id"``) → [chapter, section, …]},
       in document order (Sphinx's ``toc_secnumbers``);
