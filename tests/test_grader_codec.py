@@ -4,6 +4,8 @@ value written by either half reads back on the other as the same value."""
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
 import json
 import os
 import sys
@@ -148,6 +150,27 @@ def test_the_halves_differ_where_trust_does():
         codec.decode({"t": "i"})
     with pytest.raises(TypeError, match="cannot send"):
         codec.encode(len)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Foreign:
+    a: int
+
+
+def test_the_grader_names_only_the_books_own_classes():
+    """The grader sends a class by name (for the kernel to import) only when it is ``icl_book``'s:
+    the package's dataclass arrives as itself, another module's dataclass is refused, and another
+    module's named tuple travels as the plain tuple it is."""
+    from icl_book.features import partition_features
+
+    kernel = _kernel_half()
+    block = partition_features(2, 3, 4, kind="legendre")[0]
+    sent = _wire(codec.encode(block))
+    assert sent["t"] == codec.DATACLASS and kernel["decode_argument"](sent) == block
+    with pytest.raises(TypeError, match="cannot send"):
+        codec.encode(_Foreign(1))
+    pair = collections.namedtuple("Pair", "a b")(1, 2)
+    assert _wire(codec.encode(pair)) == _wire(codec.encode((1, 2)))
 
 
 def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):

@@ -142,6 +142,27 @@ def test_the_literal_formula_runs_without_the_layer(monkeypatch):
     assert lsa_forward(z, w_kq, w_pv).shape == z.shape
 
 
+@pytest.mark.parametrize("h", [1, H])
+def test_the_glu_is_the_literal_gated_product(h):
+    """Every entry point runs ``layers._glu``, so comparing them cannot see a wrong formula in it:
+    here the gated product is summed unit by unit, down to a single hidden unit (``H = 1`` is a
+    layer, ``H = 0`` is refused)."""
+    rng = np.random.default_rng(h)
+    z = rng.standard_normal((N, D))
+    w1, w2, w3 = (
+        rng.standard_normal((h, D)),
+        rng.standard_normal((h, D)),
+        rng.standard_normal((D, h)),
+    )
+    want = z.copy()
+    for t in range(N):
+        for k in range(h):
+            want[t] += w3[:, k] * (w1[k] @ z[t]) * (w2[k] @ z[t])
+    np.testing.assert_allclose(layers.glu(z, w1, w2, w3), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="H >= 1"):
+        layers.glu(z, w1[:0], w2[:0], w3[:, :0])
+
+
 def test_every_model_reads_its_prediction_through_the_one_readout(monkeypatch):
     """With the sign of ``layers._prediction`` flipped, every model's prediction flips."""
     xs, ys, xq = prompt_batch()

@@ -103,6 +103,29 @@ def test_wishart_stieltjes_special_cases():
 
 
 @pytest.mark.parametrize(
+    ("alpha", "tau", "kappa"), [(1.0, 0.5, 2.0), (2.0, 0.3, 0.5), (0.5, 0.8, 4.0)]
+)
+def test_idg_below_interpolation_is_science_md_formula(alpha, tau, kappa):
+    """``idg_error`` for ``τ < 1`` and finite ``κ`` is SCIENCE.md's formula, rearranged so that its
+    limits are exact; at ordinary points the rearrangement must give the formula as written (the
+    other tests of this file call ``idg_error`` at ``τ >= 1`` only)."""
+
+    def m_kappa(x, k):
+        a = x + 1 - 1 / k
+        return 2 / (a + np.sqrt(a * a + 4 * x / k))
+
+    x = (1 + RHO) / alpha
+    mu = x * m_kappa(x, kappa / tau)
+    eps = (1 - tau) * x / (tau * mu)
+    c = 1 / (1 - kappa / (1 + kappa * eps / (1 - tau)) ** 2)
+    want = tau * (
+        (x + eps) ** 2 / eps
+        + (RHO + x - 2 * x * (1 - tau) * (x / eps + 1)) / (1 - tau - c * (1 - tau) ** 2)
+    )
+    assert idg_error(alpha, tau, kappa, RHO) == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "name"),
     [
         ({"alpha": 0.0}, "alpha"),
