@@ -109,6 +109,7 @@ def test_each_half_reads_what_the_other_writes():
         (1, "a", (2.5,)),
         [1, [2, [3]]],
         {"a": 1, 2: [3.0], (1, 2): None},
+        {None: "a None key stays None", 1.5: 2},
         ProblemSizes(3, 40, 5),
         [ProblemSizes(1, 2, 3), {"sizes": ProblemSizes(4, 5, 6)}],
     ]
@@ -150,6 +151,17 @@ def test_the_halves_differ_where_trust_does():
         codec.decode({"t": "i"})
     with pytest.raises(TypeError, match="cannot send"):
         codec.encode(len)
+
+
+def test_a_tensor_answer_reaches_the_grader_as_numpy():
+    """The grader holds no torch object from a submission: a tensor a kernel returns is decoded as the
+    NumPy array of its values (its dtype kept)."""
+    import torch
+
+    kernel = _kernel_half()
+    got = codec.decode(_wire(kernel["encode_reply"](torch.arange(4, dtype=torch.float32), [])))
+    assert type(got) is np.ndarray and got.dtype == np.float32
+    assert np.array_equal(got, np.arange(4, dtype=np.float32))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -340,3 +340,11 @@ def test_the_checks_find_a_second_copy(tmp_path, copy, finder):
     (tmp_path / "attention").mkdir()
     (tmp_path / "attention" / "copy.py").write_text(copy)
     assert len(finder(tmp_path)) == 1
+
+
+def test_lsa_refuses_a_prompt_with_no_context_token():
+    """One token and one query: no context to average over (the sum over N = 0 tokens would be
+    divided by 0): an error that says so, not NaN."""
+    z = np.ones((1, 3))
+    with pytest.raises(ValueError, match="at least one context token"):
+        layers.lsa(z, np.eye(3), np.eye(3))
