@@ -1,9 +1,9 @@
 """A student's "Run all", checked cell by cell: each chapter's student edition, interleaved with its
 solutions, as a notebook nbval can compare.
 
-``make test`` runs every chapter body four times (nbval at two threads and at one, the grader on the
-instructor's answers, and "Run all" on the student edition), so a body run saved is a quarter of the
-chapters' share of the suite. The one-thread nbval stage and the student's "Run all" are merged here:
+Run apart, ``make test``'s checks would run every chapter body four times (nbval at two threads and at
+one, the grader on the instructor's answers, and "Run all" on the student edition). The one-thread
+nbval stage and the student's "Run all" are one run here, a quarter of the chapters' share saved:
 :func:`run_all_notebook` lays out, in one notebook,
 
 - every cell of the student edition as a student gets it (the install cell, the cell that makes an
