@@ -2,9 +2,15 @@
 
 What is tested: every run of a study is in its shipped file with its spec, its protocol record and its CPU
 time; a run called converged really met the protocol's rule at its last check; and on 10,000 fresh prompts
-from a seed the book does not use, no shipped model's worst prompt is more than five times least squares'
-worst on the same prompts (at every context length the model was trained on; a run that diverged is
-flagged where it did and not scored).
+from a seed the book does not use, no shipped model's worst prompt exceeds five times least squares' worst
+on the same prompts (at every context length the model was trained on; a run that diverged is flagged
+where it did and not scored).
+
+Five times, not once: least squares' worst prompt is not a bound a good model meets on every draw (the
+single worst of 10,000 prompts is noisy, and on this seed's prompts some shipped models' worst exceeds
+least squares' worst), while the failure this test exists for (a deep stack's error of 1e5 on one prompt
+in 10,000) is orders of magnitude beyond five times it. The chapters quote the ratio they measure on their own prompts and this test's bound
+in these words: "no model's worst prompt exceeds five times least squares' worst".
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from icl_book.train import predict_in_context
 SHIPPED = ["glu", "depth"]
 N_FRESH = 10_000
 UNUSED_SEED = 90_210  # no chapter, test or validation set draws from it
+TAIL_FACTOR = 5  # a model's worst prompt may reach this many times least squares' worst
 
 
 @pytest.fixture(scope="module", params=SHIPPED)
@@ -66,9 +73,10 @@ def test_a_run_called_converged_met_the_rule_at_its_last_check(study):
 
 
 @pytest.mark.slow  # 10,000 prompts through every shipped model
-def test_no_model_is_catastrophic_on_10000_fresh_prompts(study):
+def test_no_models_worst_prompt_exceeds_five_times_least_squares_worst(study):
     torch.set_num_threads(1)
     _, runs = study
+    beyond = []
     by_setting = {}
     for run in runs.values():
         if run.status == "diverged":
@@ -89,7 +97,9 @@ def test_no_model_is_catastrophic_on_10000_fresh_prompts(study):
                 f"{run.spec.name} at N = {n}: worst {err.max():.3g}, least squares' {ls_worst:.3g}"
             )
             assert np.all(np.isfinite(err)), where
-            assert err.max() <= 5 * ls_worst, where
+            if not err.max() <= TAIL_FACTOR * ls_worst:
+                beyond.append(f"{where} ({err.max() / ls_worst:.2f}x)")
+    assert beyond == [], f"worst prompt above {TAIL_FACTOR}x least squares' worst: {beyond}"
 
 
 def test_a_diverged_run_is_flagged_where_it_diverged(study):
