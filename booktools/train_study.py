@@ -19,13 +19,16 @@ its last two changes in paired standard errors.
 checkpoints of every cohort (or of ``--cohorts``: a study whose other cohorts are still training can
 ship the finished ones): weights, protocol records (steps, converged flag, validation curve), CPU
 seconds and the training-loss curve of every run. A cohort without a checkpoint is an error; runs still
-in training are exported with ``finished = False`` (a chapter must say so).
+in training are exported with ``finished = False`` (a chapter must say so). With ``--max-steps N`` every run
+is decided with the bound ``N`` it was trained to (``train --max-steps N``): one at ``N`` steps that did not
+converge ships "at the bound" of ``N``, not as still training toward the cohort's own bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +44,17 @@ def _checkpoint(folder: Path, study: str, cohort) -> Path:
     return folder / f"{study}_{cohort.name}.pt"
 
 
-def export(study: str, folder: Path, out: Path, names=None) -> None:
+def _bounded(cohort, max_steps: int | None):
+    """The cohort with the bound its runs were trained to (``--max-steps``), or its own."""
+    return cohort if max_steps is None else replace(cohort, max_steps=max_steps)
+
+
+def export(study: str, folder: Path, out: Path, names=None, max_steps: int | None = None) -> None:
     arrays = {}
     for cohort in cohorts(study):
         if names is not None and cohort.name not in names:
             continue
+        cohort = _bounded(cohort, max_steps)
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
             raise SystemExit(f"no checkpoint for cohort {cohort.name}: train it first ({path})")
@@ -75,12 +84,14 @@ def _redecide(rec: ConvergenceRecord, cohort) -> ConvergenceRecord:
     return decide(rec, max_steps=cohort.max_steps)
 
 
-def status(study: str, folder: Path) -> None:
+def status(study: str, folder: Path, max_steps: int | None = None) -> None:
     """Print every run's steps, validation error and state from the checkpoints (no training).
 
-    Each run is decided by today's rule, as a resume or an export would decide it.
+    Each run is decided by today's rule, as a resume or an export with the same ``max_steps`` would
+    decide it.
     """
     for cohort in cohorts(study):
+        cohort = _bounded(cohort, max_steps)
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
             print(f"{cohort.name}: not started")
@@ -164,13 +175,19 @@ def main(argv=None) -> None:
             except ValueError as err:  # e.g. an unknown cohort name
                 raise SystemExit(str(err)) from None
     elif args.command == "status":
-        status(args.study, args.checkpoints)
+        status(args.study, args.checkpoints, args.max_steps)
     else:
         known = {c.name for c in cohorts(args.study)}
         unknown = sorted(set(args.cohorts or ()) - known)
         if unknown:
             raise SystemExit(f"--cohorts must be cohorts of {args.study}, got {unknown}")
-        export(args.study, args.checkpoints, args.out or study_path(args.study), args.cohorts)
+        export(
+            args.study,
+            args.checkpoints,
+            args.out or study_path(args.study),
+            args.cohorts,
+            args.max_steps,
+        )
 
 
 if __name__ == "__main__":

@@ -360,6 +360,24 @@ def test_train_study_trains_and_returns_what_load_study_reads(tmp_path, monkeypa
         studies.train_study("tiny", checkpoints=tmp_path, names=["nope"])
 
 
+def test_export_decides_with_the_bound_the_runs_were_trained_to(tmp_path, monkeypatch):
+    """``--max-steps`` on export: a run trained to a lower bound than its cohort's ships "at the bound"
+    of what it was trained to; without it the cohort's own bound applies and the run is still training."""
+    torch.set_num_threads(1)
+    from booktools.train_study import main
+
+    monkeypatch.setitem(studies.STUDIES, "tiny", [_tiny_cohort("a", 0)])
+    studies.train_study("tiny", checkpoints=tmp_path, max_steps=4, log=None)
+    out = tmp_path / "a.npz"
+    args = ["export", "tiny", "--checkpoints", str(tmp_path), "--out", str(out)]
+    main(args)
+    (run,) = studies.load_study("tiny", path=out).values()
+    assert run.steps == 4 and run.status == "unfinished"
+    main([*args, "--max-steps", "4"])
+    (run,) = studies.load_study("tiny", path=out).values()
+    assert run.steps == 4 and run.status == "at the bound"
+
+
 def test_export_writes_the_named_cohorts_and_refuses_unknown_names(tmp_path, monkeypatch):
     """A study whose other cohorts still train can ship its finished ones (``--cohorts``)."""
     torch.set_num_threads(1)
