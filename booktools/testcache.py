@@ -26,6 +26,10 @@ before with exactly the same inputs is not run again; everything else runs. Rule
   when ``CI`` is set, when ``ICL_TESTCACHE=off`` or with ``--no-testcache``.
 - **A cached unit is named**: the run ends with a summary of every unit not re-run, by file, with the
   key it was cached against and the inputs that key covers.
+- **A re-run says why**: each pass also stores the key's inputs one by one (digests; a tool's version
+  as read), and a unit that passed before and runs again is compared with its last pass: the summary
+  names the inputs that changed (``content``, ``env OMP_NUM_THREADS``, ``tool chromium ('exit 0:
+  Chromium 156...' -> ...)``), so an unexpected re-run can be traced to its input.
 
 Clear it with ``make clean-testcache`` (``rm -rf .testcache``).
 """
@@ -144,6 +148,17 @@ class Inputs:
         files = {n: h for n, h in self.tree.items() if not self._is_content(n)}
         return _digest({"files": files, "platform": self.platform})
 
+    @functools.cached_property
+    def base_parts(self) -> dict[str, str]:
+        """The base's inputs one by one, so that a re-run can say which changed: digests, except the
+        tools' versions (as the key read them); each environment variable by its name."""
+        files = {n: h for n, h in self.tree.items() if not self._is_content(n)}
+        plat = self.platform
+        parts = {"files": _digest(files)}
+        parts |= {k: _digest(v) for k, v in plat.items() if k not in ("tools", "env")}
+        parts |= {f"tool {k}": v for k, v in plat["tools"].items()}
+        return parts | {f"env {k}": _digest(v) for k, v in plat["env"].items()}
+
     @staticmethod
     def _is_content(name: str) -> bool:
         return name in SHARED_CONTENT or bool(_CHAPTER_FILE.match(name))
@@ -249,6 +264,34 @@ def _record_path(cache: Path, unit: str, key: str) -> Path:
     return cache / _sha(f"{unit}\0{key}".encode())[:40]
 
 
+def _last_path(cache: Path, unit: str) -> Path:
+    """The unit's last stored pass (a copy of its record), which a re-run is compared with."""
+    return cache / f"last-{_sha(unit.encode())[:40]}"
+
+
+def _base_path(cache: Path, base: str) -> Path:
+    """The inputs of a base key one by one (:attr:`Inputs.base_parts`); named apart from the
+    records, whose names are hexadecimal."""
+    return cache / f"inputs-{base[:40]}"
+
+
+def _write(path: Path, data) -> None:
+    """Write ``data`` as JSON to ``path`` whole or not at all (two processes may write one file)."""
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def _changed(before: dict, now: dict) -> list[str]:
+    """The names of the inputs that differ, with the old and new text of a tool's version."""
+    out = []
+    for name in sorted(set(before) | set(now)):
+        if before.get(name) != now.get(name):
+            was, is_ = before.get(name, "absent"), now.get(name, "absent")
+            out.append(f"{name} ({was!r} -> {is_!r})" if name.startswith("tool ") else name)
+    return out
+
+
 def _enabled(config) -> bool:
     if config.getoption("no_testcache"):
         return False
@@ -296,10 +339,12 @@ class _Cache:
         self.root = Path(config.rootpath).resolve()
         self.cache = self.root / CACHE
         self.inputs = Inputs(self.root, _options(config))
-        self.keys: dict[
-            str, tuple[str, tuple[str, ...], int]
-        ] = {}  # nodeid -> (unit, tokens, size)
+        # nodeid -> (unit, key, tokens, size, {token: digest})
+        self.keys: dict[str, tuple[str, str, tuple[str, ...], int, dict[str, str]]] = {}
         self.cached: list[dict] = []  # units not re-run (this process's collection)
+        self.rerun: list[dict] = []  # units that passed before, re-run: {"unit", "size", "changed"}
+        self.bases: dict[str, dict] = {}  # base key -> its inputs one by one (Inputs.base_parts)
+        self._earlier_bases: dict[str, dict] = {}  # the same, of earlier passes (read back)
         self.results: dict[str, dict] = {}  # unit -> {"key", "tokens", "size", "passed", "bad"}
 
     # --- collection: compute keys, leave out the units that passed with the same key ----------------
@@ -307,6 +352,10 @@ class _Cache:
         parts = {"unit": unit, "base": self.inputs.base}
         parts.update({t: self.inputs.resolve(t) for t in tokens})
         return _digest(parts)
+
+    def _ensure_cache(self) -> None:
+        self.cache.mkdir(exist_ok=True)
+        (self.cache / ".gitignore").write_text("*\n")  # never committed, whatever .gitignore says
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
@@ -323,8 +372,9 @@ class _Cache:
                 keep += members
                 continue
             key = self.key_of(unit, tokens)
+            digests = {t: self.inputs.resolve(t) for t in tokens}
             for item in members:
-                self.keys[item.nodeid] = (unit, key, tokens, len(members))
+                self.keys[item.nodeid] = (unit, key, tokens, len(members), digests)
             record = _record_path(self.cache, unit, key)
             if record.exists():
                 skipped += members
@@ -333,11 +383,34 @@ class _Cache:
                 )
             else:
                 keep += members
+                self._explain(unit, tokens, len(members))
         if skipped:
             config.hook.pytest_deselected(items=skipped)
             items[:] = [i for i in items if i not in set(skipped)]
+        if self.keys:  # stored with the passes (by the controller, once the workers are done)
+            self.bases[self.inputs.base] = self.inputs.base_parts
         if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
             config.workeroutput["testcache"] = json.dumps(self.cached)
+            config.workeroutput["testcache-rerun"] = json.dumps(self.rerun)
+            config.workeroutput["testcache-bases"] = json.dumps(self.bases)
+
+    def _explain(self, unit: str, tokens, size: int) -> None:
+        """Note which inputs changed since ``unit``'s last stored pass, if it has one."""
+        try:
+            last = json.loads(_last_path(self.cache, unit).read_text())
+            before = dict(last["token_digests"])
+            if last["base"] != self.inputs.base:
+                if last["base"] not in self._earlier_bases:
+                    path = _base_path(self.cache, last["base"])
+                    self._earlier_bases[last["base"]] = json.loads(path.read_text())
+                before |= self._earlier_bases[last["base"]]
+                now = self.inputs.base_parts | {t: self.inputs.resolve(t) for t in tokens}
+            else:
+                now = {t: self.inputs.resolve(t) for t in tokens}
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # never passed here, or a record of an older format: nothing to compare
+        changed = _changed(before, now) or ["none recorded (the pass's record is gone)"]
+        self.rerun.append({"unit": unit, "size": size, "changed": changed})
 
     # --- results: a unit is stored when every phase of every member passed ---------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -345,16 +418,19 @@ class _Cache:
         outcome = yield
         report = outcome.get_result()
         if item.nodeid in self.keys:
-            unit, key, tokens, size = self.keys[item.nodeid]
-            report.user_properties.append(("testcache", [unit, key, list(tokens), size]))
+            unit, key, tokens, size, digests = self.keys[item.nodeid]
+            info = [unit, key, list(tokens), size, self.inputs.base, digests]
+            report.user_properties.append(("testcache", info))
 
     def pytest_runtest_logreport(self, report):
         info = dict(report.user_properties).get("testcache")
         if info is None:
             return
-        unit, key, tokens, size = info
+        unit, key, tokens, size, base, digests = info
         res = self.results.setdefault(
-            unit, {"key": key, "tokens": tokens, "size": size, "passed": 0, "bad": False}
+            unit,
+            {"key": key, "tokens": tokens, "size": size, "passed": 0, "bad": False}
+            | {"base": base, "token_digests": digests},
         )
         if res["key"] != key:
             res["bad"] = True  # the workers disagree about the inputs: store nothing
@@ -374,6 +450,13 @@ class _Cache:
         if data:
             seen = {c["unit"] for c in self.cached}
             self.cached += [c for c in json.loads(data) if c["unit"] not in seen]
+        data = getattr(node, "workeroutput", {}).get("testcache-rerun")
+        if data:
+            seen = {c["unit"] for c in self.rerun}
+            self.rerun += [c for c in json.loads(data) if c["unit"] not in seen]
+        self.bases.update(
+            json.loads(getattr(node, "workeroutput", {}).get("testcache-bases", "{}"))
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -387,30 +470,37 @@ class _Cache:
         for unit, res in self.results.items():
             if res["bad"] or res["passed"] != res["size"]:
                 continue
-            self.cache.mkdir(exist_ok=True)
-            (self.cache / ".gitignore").write_text(
-                "*\n"
-            )  # never committed, whatever .gitignore says
-            path = _record_path(self.cache, unit, res["key"])
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(
-                json.dumps(
-                    {
-                        "unit": unit,
-                        "key": res["key"],
-                        "inputs": ["base", *res["tokens"]],
-                        "tests": res["size"],
-                        "passed_at": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    },
-                    indent=1,
-                )
-            )
-            tmp.replace(path)
+            self._ensure_cache()
+            record = {
+                "unit": unit,
+                "key": res["key"],
+                "inputs": ["base", *res["tokens"]],
+                "tests": res["size"],
+                "passed_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "base": res["base"],
+                "token_digests": res["token_digests"],
+            }
+            _write(_record_path(self.cache, unit, res["key"]), record)
+            _write(_last_path(self.cache, unit), record)
             stored += 1
+            base = _base_path(self.cache, res["base"])
+            if res["base"] in self.bases and not base.exists():
+                _write(base, self.bases[res["base"]])
         self.stored = stored
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
+        if self.rerun:  # what made a unit that passed before run again: the key's inputs by name
+            tests: dict[str, int] = defaultdict(int)
+            for r in self.rerun:
+                for name in r["changed"]:
+                    tests[name] += r["size"]
+            n = sum(r["size"] for r in self.rerun)
+            tr.write_sep("=", f"testcache: {n} tests that passed before ran again; inputs changed:")
+            for name, k in sorted(tests.items(), key=lambda x: (-x[1], x[0]))[:12]:
+                tr.write_line(f"  {name}: {k} tests")
+            if len(tests) > 12:
+                tr.write_line(f"  ... and {len(tests) - 12} more inputs")
         if not self.cached and not getattr(self, "stored", 0):
             return
         by_file: dict[str, list] = defaultdict(list)

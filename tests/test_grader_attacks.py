@@ -382,7 +382,9 @@ def batch(tmp_path_factory):
         # whose poison, rewrite or killing spree has had all its time.
         kwargs = {
             "release": rel,
-            "timeout": 20,
+            # 10 s of the kernel's CPU per cell and check (wall-clock time capped at 30 s): 20 times
+            # what the honest import cell needs (0.5 s), and what the hostile loops spend
+            "timeout": 10,
             "notebook_timeout": 120,
             # the default address space (4 GB): the check module imports torch, which needs ~2 GB
             "limits": sandbox.Limits(cpu_s=300, nproc=64),

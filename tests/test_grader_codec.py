@@ -7,8 +7,10 @@ import ast
 import collections
 import dataclasses
 import json
+import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +39,7 @@ def test_the_kernel_runs_this_modules_source(tmp_path):
     """The cell a request runs executes exactly ``codec.py``'s text (so the halves cannot
     drift), and that cell answers the grader's request when run as the kernel would run it."""
     session = object.__new__(channel.KernelSession)
-    session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
+    session.box, session.check_budget, session.channel = _Box(), None, tmp_path
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     sent, user_ns = [], {"answer": lambda x: 2 * x, "value": np.float64(0.5)}
 
@@ -50,7 +52,7 @@ def test_the_kernel_runs_this_modules_source(tmp_path):
     try:
         assert session.request({"op": "eval", "expr": "value"}, 5) == 0.5
         function = session.request({"op": "eval", "expr": "answer"}, 5)
-        session.deadline = float("inf")
+        session.check_budget = channel.Budget(time.monotonic, math.inf, math.inf)
         got = function(np.arange(3.0))
         assert np.array_equal(got, [0.0, 2.0, 4.0]) and got.dtype == np.float64
     finally:
@@ -189,7 +191,7 @@ def test_a_reply_the_grader_cannot_read_fails_that_request_only(tmp_path):
     """A reply that decodes to nothing the grader accepts (here a forged unknown tag) is a
     RemoteError for that request, which fails that check, not an error that ends the submission."""
     session = object.__new__(channel.KernelSession)
-    session.box, session.deadline, session.channel = _Box(), 0.0, tmp_path
+    session.box, session.check_budget, session.channel = _Box(), None, tmp_path
     session.dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     user_ns = {"value": 1.5}
 

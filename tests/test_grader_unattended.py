@@ -397,8 +397,11 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
         def alive(self):
             return True
 
+        def cpu_seconds(self):
+            return None
+
     (tmp_path / "work").mkdir()
-    session = channel.KernelSession(Box(), 0.0)
+    session = channel.KernelSession(Box())
     real_loads = json.loads
 
     def forge(code, timeout, taken=None):  # the kernel's side: a huge, well-formed reply

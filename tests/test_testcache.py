@@ -172,3 +172,27 @@ def test_a_broken_chapter_fails_under_nbval_after_a_cached_pass(repo):
         ("base", "chapter:01_demo"),
         ("base", "chapter:02_other"),
     }
+
+
+def test_a_rerun_names_the_inputs_that_changed(repo, tmp_path_factory):
+    """A test that passed before and runs again says why: the summary names the inputs that differ
+    from its last pass (a tool's version with both texts), so an unexpected re-run (all three tests
+    after a chapter-2 edit, once, on a loaded machine) can be traced to its input."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake = bin_dir / "node"
+    fake.write_text('#!/bin/sh\ncat "$0.version"\n')
+    fake.chmod(0o755)
+    (bin_dir / "node.version").write_text("v20\n")
+    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    assert run(repo, "tests", env=path)[0] == 0
+    nbformat.write(_chapter("2\n\n"), repo / "chapters" / "02_other.ipynb")
+    code, got, out = run(repo, "tests", env=path)
+    assert code == 0 and len(got["PASSED"]) == 2, out
+    assert "testcache: 2 tests that passed before ran again; inputs changed:" in out, out
+    assert "  content: 2 tests" in out, out
+    (bin_dir / "node.version").write_text("v22\n")  # e.g. a tool that failed or timed out
+    code, got, out = run(repo, "tests", env={**path, "OMP_NUM_THREADS": "7"})
+    assert code == 0 and len(got["PASSED"]) == 3, out
+    assert "  tool node ('exit 0: v20' -> 'exit 0: v22'): 3 tests" in out, out
+    assert "  env OMP_NUM_THREADS: 3 tests" in out, out
+    assert "  content:" not in out, out  # only what changed since each test's last pass

@@ -1,7 +1,10 @@
 """The grader's channel to a submission's kernel: cells run with a timeout, checks' calls as requests.
 
 :class:`KernelSession` runs code in the boxed kernel (:mod:`booktools.grading.sandbox`) and waits for
-it: a cell over its timeout is interrupted (:class:`KernelTimeout`), and a kernel that is not idle
+it: a cell over its :class:`Budget` is interrupted (:class:`KernelTimeout`). A timeout counts the
+kernel's CPU time (every process of the box), so a loaded machine, which slows an honest cell in
+wall-clock time but does not make it compute more, cannot time it out; code that sleeps or blocks
+spends no CPU time and is stopped at ``WALL_FACTOR`` times the timeout of wall-clock time. A kernel that is not idle
 ``INTERRUPT_GRACE_S`` after the interrupt, or that does not take a request within ``RPC_GRACE_S``, is
 killed (:class:`KernelDied`: the submission's remaining exercises score zero). A request (evaluate a
 check's argument, call the student's function on the grader's inputs) is a JSON file named with a
@@ -16,11 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import queue
 import secrets
 import stat
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from booktools.grading import codec
 
@@ -30,6 +36,8 @@ __all__ = [
     "MAX_REPLY_BYTES",
     "NO_RPC",
     "RPC_GRACE_S",
+    "WALL_FACTOR",
+    "Budget",
     "KernelDied",
     "KernelSession",
     "KernelTimeout",
@@ -64,18 +72,61 @@ NO_RPC = (
 )
 
 
+# A timeout counts the kernel's CPU time; wall-clock time is capped at this many times the timeout,
+# for code that spends none (a sleep, a blocking read). Generous, because on a loaded machine an
+# honest cell gets a fraction of a core: the attack batch's import cell, 0.5 s of CPU, took over
+# 20 s of wall-clock time with the kernel slowed from outside, and scored an honest answer zero when
+# the timeout was wall-clock time.
+WALL_FACTOR = 3
+CPU_POLL_S = 0.25  # how often a running cell's CPU time is read (a /proc scan: milliseconds)
+
+
 class RemoteError(Exception):
     """The student's function raised ``name: message`` in the kernel."""
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What a cell, or a check with every call it makes, may still spend: the kernel's CPU time
+    until ``clock()`` reaches ``cpu_end``, and wall-clock time until ``time.monotonic()`` reaches
+    ``wall_end``."""
+
+    clock: Callable[[], float | None]
+    cpu_end: float
+    wall_end: float
+
+    @classmethod
+    def start(cls, clock, timeout: float, wall: float | None = None) -> Budget:
+        """``timeout`` seconds of ``clock`` (the kernel's CPU time) from now, and ``WALL_FACTOR``
+        times that of wall-clock time, or ``wall`` seconds if fewer (what is left of the notebook's
+        time)."""
+        wall_s = WALL_FACTOR * timeout if wall is None else min(WALL_FACTOR * timeout, wall)
+        now = clock()
+        cpu_end = math.inf if now is None else now + timeout
+        return cls(clock, cpu_end, time.monotonic() + wall_s)
+
+    def wall_left(self) -> float:
+        return self.wall_end - time.monotonic()
+
+    def cpu_spent(self) -> bool:
+        used = self.clock()
+        return used is not None and used >= self.cpu_end
+
+    def spent(self) -> bool:
+        return self.wall_left() <= 0 or self.cpu_spent()
+
+
 class KernelSession:
     """The grader's side of one submission's kernel ``box`` (a started
-    :class:`booktools.grading.sandbox` kernel): ``deadline`` is when the check now running must end
-    (``time.monotonic()``), which bounds every call of a proxy."""
+    :class:`booktools.grading.sandbox` kernel): ``check_budget`` is what the check now running may
+    still spend (:meth:`budget`), which bounds every call of a proxy."""
 
-    def __init__(self, box, deadline_for_cell):
+    def __init__(self, box):
         self.box = box
-        self.deadline = deadline_for_cell
+        # The kernel's CPU time where /proc tells it; elsewhere (no_sandbox on another system)
+        # wall-clock time, so the timeout still holds.
+        self.clock = box.cpu_seconds if box.cpu_seconds() is not None else time.monotonic
+        self.check_budget: Budget | None = None
         self.channel = box.private / "work" / f".grader-{secrets.token_hex(8)}"
         self.channel.mkdir()
         # The kernel can rename the channel and put a symlink in its place: the grader reads and
@@ -86,30 +137,38 @@ class KernelSession:
         with contextlib.suppress(OSError):
             os.close(self.dir_fd)
 
-    def run(self, code: str, timeout: float, taken=None) -> dict:
-        """Execute ``code``; return {"status", "error": (ename, evalue) | None}. ``taken``: for a
-        request, whether the kernel has taken it; a kernel still busy without having taken it
-        ``RPC_GRACE_S`` after the request is killed (:data:`NO_RPC`)."""
+    def budget(self, timeout: float, wall: float | None = None) -> Budget:
+        """``timeout`` seconds of the kernel's CPU time from now (:meth:`Budget.start`)."""
+        return Budget.start(self.clock, timeout, wall)
+
+    def run(self, code: str, budget: Budget, taken=None) -> dict:
+        """Execute ``code`` within ``budget``; return {"status", "error": (ename, evalue) | None}.
+        ``taken``: for a request, whether the kernel has taken it; a kernel still busy without
+        having taken it ``RPC_GRACE_S`` after the request is killed (:data:`NO_RPC`)."""
         kc = self.box.client
         msg_id = kc.execute(code, store_history=False, allow_stdin=False, stop_on_error=False)
         start = time.monotonic()
-        end = start + timeout
+        cpu_read = start  # when to read the kernel's CPU time next
         error, status = None, None
         while True:
-            if taken is not None and time.monotonic() - start > RPC_GRACE_S:
+            now = time.monotonic()
+            if taken is not None and now - start > RPC_GRACE_S:
                 if not taken():
                     self.box.kill()
                     raise KernelDied(NO_RPC)
                 taken = None
-            left = end - time.monotonic()
-            if left <= 0:
+            left = budget.wall_left()
+            over = left <= 0
+            if not over and now >= cpu_read:
+                over, cpu_read = budget.cpu_spent(), now + CPU_POLL_S
+            if over:
                 if not self._interrupt(msg_id):
                     # SIGINT ignored or swallowed: every later cell would wait its whole timeout
                     self.box.kill()
                     raise KernelDied(HUNG)
                 raise KernelTimeout()
             try:
-                msg = kc.get_iopub_msg(timeout=min(left, 0.5))
+                msg = kc.get_iopub_msg(timeout=max(0.01, min(left, cpu_read - now)))
             except queue.Empty:
                 if not self.box.alive():
                     raise KernelDied() from None
@@ -148,7 +207,7 @@ class KernelSession:
                 return True
         return False
 
-    def request(self, req: dict, timeout: float):
+    def request(self, req: dict, budget: Budget):
         token = secrets.token_hex(16)
         req_name, reply_name = f"req-{token}.json", f"reply-{token}.json"
         taken_name = f"taken-{token}"
@@ -173,7 +232,7 @@ class KernelSession:
                 return False
 
         try:
-            self.run(codec.kernel_code(str(self.channel / req_name)), timeout, taken)
+            self.run(codec.kernel_code(str(self.channel / req_name)), budget, taken)
         finally:
             for name in (req_name, taken_name):
                 with contextlib.suppress(OSError):
@@ -220,8 +279,8 @@ class KernelSession:
             __name__ = "student_function"
 
             def __call__(self, *args, **kwargs):
-                left = session.deadline - time.monotonic()
-                if left <= 0:
+                budget = session.check_budget
+                if budget is None or budget.spent():
                     raise KernelTimeout()
                 req = {
                     "op": "call",
@@ -229,6 +288,6 @@ class KernelSession:
                     "args": [codec.encode(a) for a in args],
                     "kwargs": {str(k): codec.encode(v) for k, v in kwargs.items()},
                 }
-                return session.request(req, left)
+                return session.request(req, budget)
 
         return StudentFunction()

@@ -22,6 +22,10 @@ What runs where:
 - **Time**: a cell over its timeout is interrupted and grading goes on; a kernel that does not stop
   within ``channel.INTERRUPT_GRACE_S`` of the interrupt (it ignores ``SIGINT``) is killed and its
   remaining exercises score zero, so one hostile cell costs seconds, not the notebook's timeout.
+  The timeout of a cell, and of a check with every call it makes, counts the kernel's CPU time
+  (:class:`channel.Budget`): a loaded machine slows an honest cell but cannot time it out; a cell that
+  sleeps or blocks is stopped at ``channel.WALL_FACTOR`` times the timeout of wall-clock time. The
+  notebook's timeout is wall-clock time.
 
 So patching ``icl_book.checks``, ``np.allclose`` or ``icl_book.hermite`` in the kernel, redefining a
 check, editing or deleting check cells, decoy cells, printed pass lines, edited ``points`` or exercise
@@ -260,7 +264,9 @@ def release_chapter(items, chapters) -> str:
 _CHECK_LOCK = threading.Lock()
 
 
-def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
+def _run_check(session, item: GradeItem, timeout: float, wall: float) -> tuple[float, str]:
+    """Run ``item``'s check: ``timeout`` seconds of the kernel's CPU time for the whole check,
+    at most ``wall`` seconds of wall-clock time (what is left of the notebook's)."""
     module = importlib.import_module(item.module)
     check = getattr(module, item.check)
     # One check at a time when submissions are graded side by side (the notebooks themselves still
@@ -268,16 +274,16 @@ def _run_check(session, item: GradeItem, timeout: float) -> tuple[float, str]:
     # process-wide state (torch's seed inside fork_rng, BLAS threads). The check's time starts once
     # it holds the lock: waiting for another submission's check is not this one's timeout.
     with _CHECK_LOCK:
-        session.deadline = time.monotonic() + timeout
-        return _run_check_locked(session, item, check, timeout)
+        session.check_budget = budget = session.budget(timeout, wall)
+        return _run_check_locked(session, item, check, budget)
 
 
-def _run_check_locked(session, item: GradeItem, check, timeout: float) -> tuple[float, str]:
+def _run_check_locked(session, item: GradeItem, check, budget) -> tuple[float, str]:
     from icl_book.checks import CheckFailed
 
     try:
-        args = [session.request({"op": "eval", "expr": e}, timeout) for e in item.args]
-        kwargs = {k: session.request({"op": "eval", "expr": e}, timeout) for k, e in item.kwargs}
+        args = [session.request({"op": "eval", "expr": e}, budget) for e in item.args]
+        kwargs = {k: session.request({"op": "eval", "expr": e}, budget) for k, e in item.kwargs}
     except channel.RemoteError as exc:
         return 0, str(exc)
     except NotImplementedError:
@@ -407,7 +413,7 @@ def grade_submission(
                 f"the kernel for {student} could not start: {type(exc).__name__}: {exc}"
             ) from exc
         (private / "work" / "submission.ipynb").write_bytes(data)  # its own copy, nothing else
-        session = channel.KernelSession(box, 0.0)
+        session = channel.KernelSession(box)
         session.inputs_seed = secrets.randbits(32) if inputs_seed is None else int(inputs_seed)
         nb_end = time.monotonic() + notebook_timeout
         stopped = None
@@ -419,7 +425,7 @@ def grade_submission(
                 if stopped is not None:
                     continue
                 try:
-                    session.run(source, min(timeout, left))
+                    session.run(source, session.budget(timeout, left))
                 except channel.KernelTimeout:
                     continue  # interrupted: go on with the next cell
                 except channel.KernelDied as exc:
@@ -429,7 +435,7 @@ def grade_submission(
                 results[item.label] = ExerciseResult(student, item.label, 0, item.points, stopped)
                 continue
             try:
-                score, message = _run_check(session, item, min(timeout, left))
+                score, message = _run_check(session, item, timeout, left)
             except channel.KernelTimeout:
                 score, message = 0, "timeout"
             except channel.KernelDied as exc:

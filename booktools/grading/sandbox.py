@@ -28,6 +28,8 @@
   nproc`` (a fork bomb fails with ``EAGAIN`` there and starves nothing else); otherwise
   ``RLIMIT_NPROC``, which Linux counts per user *within the box's user namespace* (so it limits
   that one submission) but does not enforce at all for the real root user;
+- its CPU time (:meth:`Kernel.cpu_seconds`, every process under its launcher, read from ``/proc``),
+  which the grader's timeouts count;
 - in its own session; :meth:`Kernel.kill` kills bubblewrap, whose ``--die-with-parent`` takes the
   PID namespace and everything in it along (without the box: the process group and every process
   carrying the run's token); a parent-death signal (``setpriv --pdeathsig``) and
@@ -168,6 +170,25 @@ class Kernel:
     def alive(self) -> bool:
         return bool(self.manager.is_alive())
 
+    def _launcher_pid(self) -> int | None:
+        proc = getattr(getattr(self.manager, "provisioner", None), "process", None)
+        return getattr(proc, "pid", None)
+
+    def processes(self) -> list[int]:
+        """The host's ids of the box's processes: the launcher and everything under it (in the box
+        the kernel is the PID namespace's init, so an orphan stays under it)."""
+        pid = self._launcher_pid()
+        return [] if pid is None else sorted(_process_tree(pid))
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time (user and system, every thread) the box's processes have used so far, the
+        children they waited for included; ``None`` where ``/proc`` does not tell it."""
+        pid = self._launcher_pid()
+        if pid is None:
+            return None
+        tree = _process_tree(pid)
+        return None if not tree else sum(tree.values()) / _CLOCK_TICKS
+
     def kill(self) -> None:
         """Kill the kernel and everything it started; remove nothing (the caller owns ``private``)."""
         if self._killed:
@@ -200,6 +221,42 @@ class Kernel:
             self.manager.cleanup_resources()
         except Exception:  # noqa: BLE001
             pass
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _process_tree(root: int) -> dict[int, int]:
+    """``{pid: CPU clock ticks}`` of ``root`` and its descendants, from ``/proc/<pid>/stat``: user
+    and system time of the process and of its children it has waited for (empty without /proc or
+    when ``root`` is gone)."""
+    children: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                # the command name may hold spaces and parentheses: the fields start after the last ")"
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            ppid, used = int(fields[1]), sum(int(f) for f in fields[11:15])
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        children.setdefault(ppid, []).append(int(name))
+        ticks[int(name)] = used
+    if root not in ticks:
+        return {}
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in ticks and pid not in tree:
+            tree[pid] = ticks[pid]
+            todo += children.get(pid, [])
+    return tree
 
 
 def _kill_by_token(token: str) -> None:
