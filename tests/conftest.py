@@ -81,6 +81,7 @@ MODULE_SECONDS = {
     "test_packaging": 65,
     "test_editions": 100,
     "test_shipped_studies": 55,
+    "test_grader_time": 45,
     "test_grader_gradebook": 55,
     "test_colab_path": 40,
     "test_portable_numerics": 25,

@@ -85,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         "with your user id and see your files; without it the grader refuses",
     )
     g.add_argument("--out", type=Path, default=None, help="CSV report (default: print it)")
-    g.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    g.add_argument(
+        "--timeout",
+        type=int,
+        default=600,
+        help="CPU seconds per cell (default 600; wall clock capped at 3x)",
+    )
     g.add_argument(
         "--notebook-timeout", type=int, default=3600, help="seconds per notebook (default 3600)"
     )
