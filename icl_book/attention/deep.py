@@ -612,15 +612,19 @@ class DeepTransformer(nn.Module):
         with inputs_checked():
             return self._read(self.forward_tokens(z), scale)
 
-    def _tokens_by_block(self, xs, ys, x_query):
-        """The row tokens after each block, ``depth`` tensors ``(B, N+1, D)``, and the label scale."""
+    def _by_block(self, xs, ys, x_query, read) -> torch.Tensor:
+        """``read(tokens, scale)`` after every block, in one ``(depth, ...)`` tensor (filled, not
+        joined: in this package only ``layers._embed`` puts arrays together)."""
         z, scale = self._embed(xs, ys, x_query)
-        out = []
+        out = None
         with inputs_checked():
-            for blk in self.blocks:
+            for b, blk in enumerate(self.blocks):
                 z = blk.forward_tokens(z)
-                out.append(z)
-        return out, scale
+                value = read(z, scale)
+                if out is None:
+                    out = value.new_empty((self.depth, *value.shape))
+                out[b] = value
+        return out
 
     def predictions_by_block(self, xs, ys, x_query) -> torch.Tensor:
         """The running prediction after every block, shape ``(depth, B)``; the last row is :meth:`forward`.
@@ -634,9 +638,7 @@ class DeepTransformer(nn.Module):
         xs, ys, x_query
             ``(B, N, d)``, ``(B, N)``, ``(B, d)``, NumPy arrays or tensors, ``d = dim``.
         """
-        tokens, scale = self._tokens_by_block(xs, ys, x_query)
-        with inputs_checked():
-            return torch.stack([self._read(z, scale) for z in tokens])
+        return self._by_block(xs, ys, x_query, self._read)
 
     def query_states_by_block(self, xs, ys, x_query) -> torch.Tensor:
         """The query token after every block (the residual stream a probe reads), ``(depth, B, D)``.
@@ -644,8 +646,7 @@ class DeepTransformer(nn.Module):
         With ``label_norm`` the stream is that of the normalised labels, the one the blocks compute on.
         Arguments as in :meth:`predictions_by_block`.
         """
-        tokens, _ = self._tokens_by_block(xs, ys, x_query)
-        return torch.stack([z[:, -1, :] for z in tokens])
+        return self._by_block(xs, ys, x_query, lambda z, scale: z[:, -1, :])
 
 
 class LearnedBCD(nn.Module):
