@@ -423,3 +423,57 @@ def test_planner_answers_or_refuses_within_a_second(call):
     except ValueError as err:
         assert "too large" in str(err) or "degree must be" in str(err)
     assert time.perf_counter() - start < 2.5  # 1 s on a quiet machine; margin for a loaded CI box
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"label_norm": True}, {"label_norm": True, "output_bound": 0.05}],
+    ids=["plain", "label_norm", "bounded"],
+)
+def test_predictions_by_block_end_at_forward(options):
+    """The running predictions read every block with forward's readout; the last row is forward's.
+
+    ``output_bound = 0.05`` saturates most predictions, so a readout that skipped the bound (or the label
+    scale) in the running predictions would differ in the last row."""
+    gen = torch.Generator().manual_seed(1)
+    model = A.DeepTransformer(3, 9, 3, zero_init_residual=False, generator=gen, **options)
+    pr = _prompts(3, 3, 20, batch=7)
+    running = model.predictions_by_block(pr.xs, 5.0 * pr.ys, pr.x_query)
+    assert running.shape == (3, 7)
+    assert torch.equal(running[-1], model(pr.xs, 5.0 * pr.ys, pr.x_query))
+    # row b is the stack cut after block b + 1
+    cut = A.DeepTransformer(3, 9, 2, generator=gen, **options)
+    cut.blocks = torch.nn.ModuleList(model.blocks[:2])
+    torch.testing.assert_close(running[1], cut(pr.xs, 5.0 * pr.ys, pr.x_query), rtol=0, atol=0)
+    states = model.query_states_by_block(pr.xs, 5.0 * pr.ys, pr.x_query)
+    assert states.shape == (3, 7, 9)
+    if not options:  # the readout is minus the query's label slot
+        assert torch.equal(running, -states[..., -1])
+
+
+def test_predictions_by_block_of_the_construction_are_its_iterates():
+    """On the exact construction the running prediction after block t is block-coordinate GD's
+    prediction after t block updates."""
+    w = A.deep_bcd_weights(2, 3, 6, 0.5, 1, kind="legendre")
+    pr = _prompts(2, 3, 15)
+    running = A.DeepTransformer.from_weights(w).predictions_by_block(pr.xs, pr.ys, pr.x_query)
+    assert running.shape == (w.depth, 6)
+    blocks = list(w.feature_blocks)
+    for t in range(w.depth):
+        direct = block_coordinate_gd_predict(pr.xs, pr.ys, pr.x_query, blocks[: t + 1], 0.5, 1)
+        np.testing.assert_allclose(running[t].detach().numpy(), direct, atol=1e-12)
+
+
+def test_predictions_by_block_name_the_bad_argument():
+    model = A.DeepTransformer(3, 9, 2, generator=torch.Generator().manual_seed(0))
+    pr = _prompts(3, 3, 20)
+    with pytest.raises(ValueError, match="xs"):
+        model.predictions_by_block(pr.xs[..., :2], pr.ys, pr.x_query)
+    with pytest.raises(ValueError, match="ys"):
+        model.predictions_by_block(pr.xs, pr.ys[:, :5], pr.x_query)
+    with pytest.raises(ValueError, match="x_query"):
+        model.query_states_by_block(pr.xs, pr.ys, pr.x_query[:, :1])
+    bad = pr.ys.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="ys"):
+        model.predictions_by_block(pr.xs, bad, pr.x_query)

@@ -577,11 +577,10 @@ class DeepTransformer(nn.Module):
             z = blk.forward_tokens(z)
         return z
 
-    def forward(self, xs, ys, x_query) -> torch.Tensor:
-        """Predictions ``ŷ = −(query's y slot after the last block)``, shape ``(B,)``.
+    def _embed(self, xs, ys, x_query) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Validated prompts as row tokens ``(B, N+1, D)``, and the label scale ``s`` ``(B,)``.
 
-        With ``label_norm``: ``ŷ = s · u``, ``u = model(xs, ys / s, x_query)``, ``s = (mean_i y_i² + 1e-12)^{1/2}``;
-        with ``output_bound = b`` also: ``ŷ = s · b · tanh(u / b)``.
+        With ``label_norm`` the tokens carry the labels divided by ``s``; without it ``s`` is ``None``.
         """
         p = self.blocks[0].w_kq
         xs, ys, x_query = prompt_tensors(
@@ -589,13 +588,65 @@ class DeepTransformer(nn.Module):
         )
         with inputs_checked():  # validated once here, not again in every block
             if not self.label_norm:
-                return layers._readout(self.forward_tokens(self.blocks[0].embed(xs, ys, x_query)))
+                return self.blocks[0].embed(xs, ys, x_query), None
             scale = torch.sqrt((ys**2).mean(dim=1) + 1e-12)
-            z = self.blocks[0].embed(xs, ys / scale[:, None], x_query)
-            u = layers._readout(self.forward_tokens(z))
+            return self.blocks[0].embed(xs, ys / scale[:, None], x_query), scale
+
+    def _read(self, z: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
+        """The prediction ``(B,)`` from row tokens ``z`` after any block: minus the query's label
+        slot, through the saturating bound and times the label scale when the model has them."""
+        u = layers._readout(z)
+        if scale is None:
+            return u
         if self.output_bound is not None:
             u = self.output_bound * torch.tanh(u / self.output_bound)
         return scale * u
+
+    def forward(self, xs, ys, x_query) -> torch.Tensor:
+        """Predictions ``ŷ = −(query's y slot after the last block)``, shape ``(B,)``.
+
+        With ``label_norm``: ``ŷ = s · u``, ``u = model(xs, ys / s, x_query)``, ``s = (mean_i y_i² + 1e-12)^{1/2}``;
+        with ``output_bound = b`` also: ``ŷ = s · b · tanh(u / b)``.
+        """
+        z, scale = self._embed(xs, ys, x_query)
+        with inputs_checked():
+            return self._read(self.forward_tokens(z), scale)
+
+    def _by_block(self, xs, ys, x_query, read) -> torch.Tensor:
+        """``read(tokens, scale)`` after every block, in one ``(depth, ...)`` tensor (filled, not
+        joined: in this package only ``layers._embed`` puts arrays together)."""
+        z, scale = self._embed(xs, ys, x_query)
+        out = None
+        with inputs_checked():
+            for b, blk in enumerate(self.blocks):
+                z = blk.forward_tokens(z)
+                value = read(z, scale)
+                if out is None:
+                    out = value.new_empty((self.depth, *value.shape))
+                out[b] = value
+        return out
+
+    def predictions_by_block(self, xs, ys, x_query) -> torch.Tensor:
+        """The running prediction after every block, shape ``(depth, B)``; the last row is :meth:`forward`.
+
+        Row ``b`` (``b = 0, …, depth − 1``) is the model's own readout — minus the query's label slot,
+        with the label normalisation and the saturating bound of :meth:`forward` — applied to the
+        tokens after block ``b + 1``, as if the stack ended there.
+
+        Parameters
+        ----------
+        xs, ys, x_query
+            ``(B, N, d)``, ``(B, N)``, ``(B, d)``, NumPy arrays or tensors, ``d = dim``.
+        """
+        return self._by_block(xs, ys, x_query, self._read)
+
+    def query_states_by_block(self, xs, ys, x_query) -> torch.Tensor:
+        """The query token after every block (the residual stream a probe reads), ``(depth, B, D)``.
+
+        With ``label_norm`` the stream is that of the normalised labels, the one the blocks compute on.
+        Arguments as in :meth:`predictions_by_block`.
+        """
+        return self._by_block(xs, ys, x_query, lambda z, scale: z[:, -1, :])
 
 
 class LearnedBCD(nn.Module):
