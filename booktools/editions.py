@@ -118,8 +118,13 @@ class _Solution:
 class Converter:
     """Converts one chapter notebook into its edition (see the module docstring)."""
 
-    def __init__(self, index: BookIndex, doc: str, glue: dict[str, str]):
-        self.index, self.doc, self.glue = index, doc, glue
+    def __init__(
+        self, index: BookIndex, doc: str, glue: dict[str, str], folder: Path | None = None
+    ):
+        """``glue``: this chapter's glued values; ``folder``: where the other chapters' executed
+        notebooks are, for a value glued in another chapter (``{glue:}`05_glu_kernel_regression::key```)."""
+        self.index, self.doc, self.glue, self.folder = index, doc, glue, folder
+        self._other_glue: dict[str, dict[str, str]] = {}
         self.md = _parser()
         self.cited: list[str] = []
         self.solution: _Solution | None = None
@@ -234,10 +239,12 @@ class Converter:
         if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "cite:alp", "cite:author"):
             return self.cite(name, target)
         if name in ("glue:", "glue", "glue:text", "glue:md", "glue:any"):
-            key, _, fmt = content.partition(":") if name == "glue:text" else (content, "", "")
-            if key not in self.glue:
-                raise EditionError(f"{self.doc}: no glued value {key!r} in the executed notebook")
-            value = self.glue[key]
+            ref, fmt = content, ""
+            if name == "glue:text":  # [doc::]key[:format]
+                other, sep, rest = content.rpartition("::")
+                key, _, fmt = rest.partition(":")
+                ref = other + sep + key
+            value = self._glued(ref)
             if fmt:
                 value = format(float(value), fmt)
             return value if name == "glue:md" else _escape(value)
@@ -248,6 +255,26 @@ class Converter:
         if name == "abbr":
             return _escape(content)
         raise EditionError(f"{self.doc}: role {{{name}}} is not converted")
+
+    def _glued(self, ref: str) -> str:
+        """The text glued under ``key``, or under ``doc::key`` in another chapter's notebook."""
+        other, _, key = ref.rpartition("::")
+        if not other:
+            if key not in self.glue:
+                raise EditionError(f"{self.doc}: no glued value {key!r} in the executed notebook")
+            return self.glue[key]
+        if self.folder is None:
+            raise EditionError(f"{self.doc}: {ref!r} is glued in another chapter; no folder given")
+        if other not in self._other_glue:
+            path = self.folder / f"{other}.ipynb"
+            if not path.exists():
+                raise EditionError(
+                    f"{self.doc}: {ref!r} names a notebook that does not exist ({path})"
+                )
+            self._other_glue[other] = _glue_values(nbformat.read(path, as_version=4))
+        if key not in self._other_glue[other]:
+            raise EditionError(f"{self.doc}: no glued value {key!r} in {other}.ipynb")
+        return self._other_glue[other][key]
 
     # ---- citations ----
     def _author_year(self, key: str) -> tuple[str, str]:
@@ -607,13 +634,17 @@ def _strip_glue_outputs(outputs: list) -> list:
 def convert(index: BookIndex, chapter: Path) -> nbformat.NotebookNode:
     """The edition of one executed chapter notebook."""
     chapter = Path(chapter)
-    return convert_notebook(index, nbformat.read(chapter, as_version=4), chapter.stem)
+    src = nbformat.read(chapter, as_version=4)
+    return convert_notebook(index, src, chapter.stem, folder=chapter.parent)
 
 
-def convert_notebook(index: BookIndex, src, stem: str) -> nbformat.NotebookNode:
-    """The edition of the executed notebook ``src`` of chapter ``chapters/<stem>``."""
+def convert_notebook(
+    index: BookIndex, src, stem: str, folder: Path | None = None
+) -> nbformat.NotebookNode:
+    """The edition of the executed notebook ``src`` of chapter ``chapters/<stem>`` (``folder``: where
+    the other chapters' executed notebooks are, for values glued there)."""
     doc = f"chapters/{stem}"
-    conv = Converter(index, doc, _glue_values(src))
+    conv = Converter(index, doc, _glue_values(src), folder)
     new = nbformat.v4.new_notebook()
     new.metadata = {
         k: copy.deepcopy(v) for k, v in src.metadata.items() if k in ("kernelspec", "language_info")

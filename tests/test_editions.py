@@ -367,3 +367,24 @@ def test_citations_link_the_web_bibliography():
             assert anchor in ids, (path.name, anchor)
             cited += 1
     assert cited >= 10, cited
+
+
+def test_a_value_glued_in_another_chapter_comes_from_that_chapter_s_notebook(tmp_path):
+    """``{glue:}`05_other::k``` (the book's cross-document glue) reads the other executed notebook;
+    an unknown key or notebook is an error that names it, not an empty string."""
+    nb = nbformat.v4.new_notebook()
+    out = nbformat.v4.new_output(
+        "display_data",
+        data={"text/plain": "0.123"},
+        metadata={"scrapbook": {"name": "k", "mime_prefix": ""}},
+    )
+    nb.cells.append(nbformat.v4.new_code_cell("glue('k', 0.123)", outputs=[out]))
+    nbformat.write(nb, tmp_path / "05_other.ipynb")
+    index = book_index.BookIndex(data={"secnumbers": {}, "titles": {}}, base_url="", macros={})
+    conv = editions.Converter(index, "chapters/06_x", {"x": "0.5"}, tmp_path)
+    md = conv.blocks("{glue:}`x`, {glue:}`05_other::k`, {glue:text}`05_other::k:.1f`.")
+    assert md == "0.5, 0.123, 0.1."
+    with pytest.raises(editions.EditionError, match="no glued value 'nope' in 05_other"):
+        conv.blocks("{glue:}`05_other::nope`")
+    with pytest.raises(editions.EditionError, match="04_missing::k"):
+        conv.blocks("{glue:}`04_missing::k`")
