@@ -122,7 +122,7 @@ class Converter:
         self, index: BookIndex, doc: str, glue: dict[str, str], folder: Path | None = None
     ):
         """``glue``: this chapter's glued values; ``folder``: where the other chapters' executed
-        notebooks are, for a value glued in another chapter (``{glue:}`05_glu_kernel_regression::key```)."""
+        notebooks are, for a value glued in another chapter (``{glue:}`05_glu_kernel_regression.ipynb::key```)."""
         self.index, self.doc, self.glue, self.folder = index, doc, glue, folder
         self._other_glue: dict[str, dict[str, str]] = {}
         self.md = _parser()
@@ -266,14 +266,17 @@ class Converter:
         if self.folder is None:
             raise EditionError(f"{self.doc}: {ref!r} is glued in another chapter; no folder given")
         if other not in self._other_glue:
-            path = self.folder / f"{other}.ipynb"
+            # the book names the notebook as Sphinx needs it (05_glu_kernel_regression.ipynb::key)
+            path = self.folder / (other if other.endswith(".ipynb") else f"{other}.ipynb")
             if not path.exists():
                 raise EditionError(
                     f"{self.doc}: {ref!r} names a notebook that does not exist ({path})"
                 )
             self._other_glue[other] = _glue_values(nbformat.read(path, as_version=4))
         if key not in self._other_glue[other]:
-            raise EditionError(f"{self.doc}: no glued value {key!r} in {other}.ipynb")
+            raise EditionError(
+                f"{self.doc}: no glued value {key!r} in {other.removesuffix('.ipynb')}"
+            )
         return self._other_glue[other][key]
 
     # ---- citations ----

@@ -370,7 +370,7 @@ def test_citations_link_the_web_bibliography():
 
 
 def test_a_value_glued_in_another_chapter_comes_from_that_chapter_s_notebook(tmp_path):
-    """``{glue:}`05_other::k``` (the book's cross-document glue) reads the other executed notebook;
+    """``{glue:}`05_other.ipynb::k``` (the book's cross-document glue) reads the other executed notebook;
     an unknown key or notebook is an error that names it, not an empty string."""
     nb = nbformat.v4.new_notebook()
     out = nbformat.v4.new_output(
@@ -382,7 +382,7 @@ def test_a_value_glued_in_another_chapter_comes_from_that_chapter_s_notebook(tmp
     nbformat.write(nb, tmp_path / "05_other.ipynb")
     index = book_index.BookIndex(data={"secnumbers": {}, "titles": {}}, base_url="", macros={})
     conv = editions.Converter(index, "chapters/06_x", {"x": "0.5"}, tmp_path)
-    md = conv.blocks("{glue:}`x`, {glue:}`05_other::k`, {glue:text}`05_other::k:.1f`.")
+    md = conv.blocks("{glue:}`x`, {glue:}`05_other.ipynb::k`, {glue:text}`05_other::k:.1f`.")
     assert md == "0.5, 0.123, 0.1."
     with pytest.raises(editions.EditionError, match="no glued value 'nope' in 05_other"):
         conv.blocks("{glue:}`05_other::nope`")
