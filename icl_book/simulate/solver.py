@@ -379,11 +379,8 @@ def _solve_pcg(x_query, h, rhs, apply, n, shift, tol, max_iter, preconditioning)
 
     use_precond = preconditioning == "auto" and n >= d * (d + 1)
     if use_precond:
-        # The two covariances from the single-precision copies: a preconditioner only steers CG (its
-        # rounding changes the steps' directions, never the solution), and they cost two skinny products.
-        xs, hs = (x32, h32) if single else (x_query, h)
-        ex, ux = np.linalg.eigh((xs.T @ xs).astype(np.float64) / n)
-        eh, uh = np.linalg.eigh((hs.T @ hs).astype(np.float64) / n)
+        ex, ux = np.linalg.eigh(x_query.T @ x_query / n)
+        eh, uh = np.linalg.eigh(h.T @ h / n)
         denom = np.outer(np.maximum(ex, 0), np.maximum(eh, 0)) + shift
         floor = denom.max() * 1e-12  # guards a numerically singular factor
         denom = np.maximum(denom, floor)
