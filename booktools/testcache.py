@@ -62,6 +62,7 @@ _ENV_IGNORED = re.compile(
     r"XDG_.*|LS_COLORS|HISTFILE|COLORTERM|ICL_TESTCACHE)$"
 )
 MARK = "testcache_inputs"
+VERSION_TRIES = 3  # asks of a tool's version before its failure goes into the key
 
 
 def _sha(data: bytes) -> str:
@@ -89,13 +90,21 @@ def _version(cmd: list[str]) -> str:
     memory changes, so a key that read it changed between two runs with nothing edited."""
     if shutil.which(cmd[0]) is None:
         return "absent"
-    try:
-        run = subprocess.run(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60
-        )
-    except (OSError, subprocess.SubprocessError) as err:
-        return f"error {type(err).__name__}"
-    return f"exit {run.returncode}: {run.stdout.strip()[:300]}"
+    # A query that fails is asked again: chromium's dies (SIGTRAP) when it cannot reserve its address
+    # space, which a loaded machine can refuse once; keyed as it failed, every test would re-run. A
+    # tool that fails every time is keyed as failing (everything re-runs: the safe side).
+    for _ in range(VERSION_TRIES):
+        try:
+            run = subprocess.run(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60
+            )
+        except (OSError, subprocess.SubprocessError) as err:
+            out = f"error {type(err).__name__}"
+            continue
+        out = f"exit {run.returncode}: {run.stdout.strip()[:300]}"
+        if run.returncode == 0:
+            break
+    return out
 
 
 class Inputs:

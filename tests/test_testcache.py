@@ -142,6 +142,29 @@ def test_a_tools_noise_on_stderr_is_not_an_input(repo, tmp_path_factory):
     assert code == 0 and len(got["PASSED"]) == 3, out
 
 
+def test_a_tool_that_fails_once_does_not_rerun_everything(repo, tmp_path_factory):
+    """A version query that dies once (here a fake chromium kills itself with SIGTRAP, as the real one
+    does when a loaded machine refuses it address space) is asked again: nothing re-runs. A tool
+    that fails every time is keyed as failing: everything re-runs."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake = bin_dir / "chromium"
+    fake.write_text(
+        '#!/bin/sh\nif [ -e "$0.crash" ]; then rm "$0.crash"; kill -TRAP $$; fi\n'
+        'if [ -e "$0.broken" ]; then kill -TRAP $$; fi\necho "Chromium 156.0"\n'
+    )
+    fake.chmod(0o755)
+    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    assert run(repo, "tests", env=path)[0] == 0
+    (bin_dir / "chromium.crash").write_text("")
+    code, got, out = run(repo, "tests", env=path)
+    assert not (bin_dir / "chromium.crash").exists(), "the fake never crashed"
+    assert code == 0 and got == {}, out
+    (bin_dir / "chromium.broken").write_text("")
+    code, got, out = run(repo, "tests", env=path)
+    assert code == 0 and len(got["PASSED"]) == 3, out
+    assert "tool chromium ('exit 0: Chromium 156.0' -> 'exit -5: ')" in out, out
+
+
 def test_ci_and_the_switch_run_everything(repo):
     assert run(repo, "tests")[0] == 0
     for env in ({"CI": "true"}, {"ICL_TESTCACHE": "off"}):
