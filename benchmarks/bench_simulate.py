@@ -8,7 +8,9 @@ Run: ``.venv/bin/python benchmarks/bench_simulate.py`` (all three parts; ``--qui
    ``sampler="wishart"``), against the *dense reference*: the same prompts (same seed, same sampler), explicit
    ``d(d+1)`` features ``vec(x_q hᵀ)``, the Gram matrix by one float64 matrix product per block of ``3d²``
    prompts (as the authors' script does), Cholesky, and the same exact errors. One BLAS thread on both
-   sides, timed back to back in this run. The simulator runs all 240 fits; the reference runs ``--ref-fits``
+   sides, timed back to back in this run. The simulator runs all 240 fits at each tolerance of ``FIG4_TOLS``
+   (the sweep's default 1e-10, and 1e-6, where chapter 3's own simulations stop), its e_ICL compared with
+   the reference's on the same fits; the reference runs ``--ref-fits``
    of them (every fit has the same sizes, so its time per fit does not depend on κ; all 240 at d = 64 would
    take hours) and its sweep time is its mean time per fit × 240. Printed per d: both sweep times, their
    ratio, the route the cost model picked for every κ, the largest relative difference of e_ICL between
@@ -123,13 +125,16 @@ def matmul_gflops(size: int = 2000) -> float:
 # Lu et al.'s Figure-4 grid (their quick_and_easy_figure/run.py): κ, α, τ, ρ, λ and the draws per κ.
 FIG4_KAPPAS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0, 4.0, 8.0, 16.0, 32.0)
 FIG4_ALPHA, FIG4_TAU, FIG4_RHO, FIG4_RIDGE, FIG4_DRAWS = 10.0, 10.0, 0.01, 1e-6, 20
-FIG4_TOL = 1e-10  # the sweep's default
+# The sweep's default tolerance, and the one chapter 3's own simulations stop at (its errors then move
+# far below the digits printed): the simulator runs the workload at each, the reference solves exactly.
+FIG4_TOLS = (1e-10, 1e-6)
 # Reference fits timed per d unless --ref-fits says otherwise (~0.6 s each at d = 32, ~40 s at d = 64).
 FIG4_REF_FITS = {10: 240, 32: 24, 64: 3}
 
 
-def _fig4_point(dim: int, kappa: float) -> dict:
+def _fig4_point(dim: int, kappa: float, tol: float) -> dict:
     return {
+        "tol": tol,
         "dim": dim,
         "alpha": FIG4_ALPHA,
         "tau": FIG4_TAU,
@@ -172,10 +177,11 @@ def sgemm_gflops(size: int = 2000) -> float:
 def figure4(dims, ref_fits: int | None) -> None:
     print(
         f"Figure-4 workload: alpha = tau = {FIG4_ALPHA:g}, rho = {FIG4_RHO}, lambda = {FIG4_RIDGE:g}, "
-        f"{len(FIG4_KAPPAS)} kappas x {FIG4_DRAWS} draws; one BLAS thread on both sides"
+        f"{len(FIG4_KAPPAS)} kappas x {FIG4_DRAWS} draws; one BLAS thread on both sides; "
+        "the simulator at each tolerance, the reference exact"
     )
     header = (
-        f"{'d':>3} {'sim s':>7} {'ref s':>8} {'ratio':>6} {'ref fits':>8} {'max|de|':>8} "
+        f"{'d':>3} {'tol':>6} {'sim s':>7} {'ref s':>8} {'ratio':>6} {'ref fits':>8} {'max|de|':>8} "
         f"{'sim GF/s':>8} {'ref GF/s':>8} {'sgemm':>6} {'labels s/fit':>12} {'load':>5}  routes by kappa"
     )
     print(header)
@@ -183,24 +189,16 @@ def figure4(dims, ref_fits: int | None) -> None:
     for dim in dims:
         with threadpool_limits(1):
             gemm = sgemm_gflops()
-            points = [_fig4_point(dim, kappa) for kappa in FIG4_KAPPAS]
-            t0 = time.perf_counter()
-            table = sweep(points, seeds=seeds)
-            t_sim = time.perf_counter() - t0
-            # the reference on a subset of the same fits, spread over the kappas
+            # the reference on a subset of the fits, spread over the kappas
             n_ref = FIG4_REF_FITS.get(dim, 3) if ref_fits is None else ref_fits
-            pairs = [(k, s) for s in seeds for k in range(len(points))][:n_ref]
-            ref_times, gram_times, diffs = [], [], []
+            pairs = [(k, s) for s in seeds for k in range(len(FIG4_KAPPAS))][:n_ref]
+            ref_icl, ref_times, gram_times = [], [], []
             for k, s in pairs:
                 icl, t_fit, t_gram = dense_reference_fit(dim, FIG4_KAPPAS[k], s)
+                ref_icl.append(icl)
                 ref_times.append(t_fit)
                 gram_times.append(t_gram)
-                diffs.append(abs(icl / table[k].icl[s] - 1))
-            # the simulator's solve alone, and its default sampler's cost, on the first fits
-            _, n, _ = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU)
-            features = dim * (dim + 1)
-            route = _choose_solver(n, dim, FIG4_TOL)
-            sim_solve = _solve_rate(dim, route)
+            # the default sampler's cost, on the first fits
             labels = [
                 _timed(
                     simulated_errors,
@@ -214,17 +212,30 @@ def figure4(dims, ref_fits: int | None) -> None:
                 )  # fmt: skip
                 for k, s in pairs[: min(len(pairs), 5)]
             ]
-        t_ref = float(np.mean(ref_times)) * len(points) * len(seeds)
-        ref_gflops = (2 * n * features**2 + features**3 / 3) / float(np.mean(gram_times)) / 1e9
-        routes = " ".join(
-            _choose_solver(problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kap)[1], dim, FIG4_TOL)
-            for kap in FIG4_KAPPAS
-        )
-        print(
-            f"{dim:>3} {t_sim:>7.1f} {t_ref:>8.1f} {t_ref / t_sim:>5.1f}x {len(pairs):>8} "
-            f"{max(diffs):>8.1e} {sim_solve:>8.1f} {ref_gflops:>8.1f} {gemm:>6.1f} "
-            f"{float(np.mean(labels)):>12.3f} {os.getloadavg()[0]:>5.1f}  {routes}"
-        )
+            _, n, _ = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU)
+            features = dim * (dim + 1)
+            t_ref = float(np.mean(ref_times)) * len(FIG4_KAPPAS) * len(seeds)
+            ref_gflops = (2 * n * features**2 + features**3 / 3) / float(np.mean(gram_times)) / 1e9
+            for tol in FIG4_TOLS:
+                points = [_fig4_point(dim, kappa, tol) for kappa in FIG4_KAPPAS]
+                t0 = time.perf_counter()
+                table = sweep(points, seeds=seeds)
+                t_sim = time.perf_counter() - t0
+                diffs = [
+                    abs(icl / table[k].icl[s] - 1)
+                    for icl, (k, s) in zip(ref_icl, pairs, strict=True)
+                ]
+                route = _choose_solver(n, dim, tol)
+                sim_solve = _solve_rate(dim, route, tol)
+                routes = " ".join(
+                    _choose_solver(problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kap)[1], dim, tol)
+                    for kap in FIG4_KAPPAS
+                )
+                print(
+                    f"{dim:>3} {tol:>6.0e} {t_sim:>7.1f} {t_ref:>8.1f} {t_ref / t_sim:>5.1f}x "
+                    f"{len(pairs):>8} {max(diffs):>8.1e} {sim_solve:>8.1f} {ref_gflops:>8.1f} "
+                    f"{gemm:>6.1f} {float(np.mean(labels)):>12.3f} {os.getloadavg()[0]:>5.1f}  {routes}"
+                )
 
 
 def _timed(fn, *args, **kwargs) -> float:
@@ -233,7 +244,7 @@ def _timed(fn, *args, **kwargs) -> float:
     return time.perf_counter() - t0
 
 
-def _solve_rate(dim: int, route: str) -> float:
+def _solve_rate(dim: int, route: str, tol: float) -> float:
     """GFLOP/s of the simulator's solve on one Figure-4 fit (κ = 1): the route's floating-point work
     (PCG: 4 n d(d+1) per step and per float64 residual; dense: the Gram product and Cholesky) over its time."""
     ell, n, k = problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, 1.0)
@@ -244,7 +255,7 @@ def _solve_rate(dim: int, route: str) -> float:
     )
     features = dim * (dim + 1)
     t0 = time.perf_counter()
-    _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, FIG4_RIDGE, solver=route)
+    _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, FIG4_RIDGE, tol=tol, solver=route)
     elapsed = time.perf_counter() - t0
     if route == "pcg":
         flops = (info.iterations + 4) * 4 * n * features  # ~4 float64 residuals
