@@ -427,6 +427,36 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
     assert list(session.channel.iterdir()) == []  # the forged reply is removed
 
 
+@pytest.mark.parametrize("reply", ['{"token": "x", "value": 1}', "[1, 2]", '"x"'])
+def test_a_reply_without_this_requests_token_is_refused(tmp_path, monkeypatch, reply):
+    """A well-formed, small reply that is not a dict holding this request's token (a submission
+    that guessed the reply's path and wrote first) is refused, not decoded as the answer."""
+
+    class Box:
+        private = tmp_path
+
+        def alive(self):
+            return True
+
+        def cpu_seconds(self):
+            return None
+
+    (tmp_path / "work").mkdir()
+    session = channel.KernelSession(Box())
+
+    def forge(code, timeout, taken=None):  # the kernel's side: a reply of its own making
+        (req,) = session.channel.glob("req-*.json")
+        Path(json.loads(req.read_text())["reply"]).write_text(reply)
+        return {"status": "ok", "error": None}
+
+    monkeypatch.setattr(session, "run", forge)
+    try:
+        with pytest.raises(channel.RemoteError, match="did not come from this request"):
+            session.request({"op": "eval", "expr": "answer"}, 10)
+    finally:
+        session.close()
+
+
 def test_csv_cells_that_start_a_formula_are_neutralised(tmp_path):
     """Before: a forged message put =HYPERLINK(...) at the start of a CSV cell."""
     rows = [
