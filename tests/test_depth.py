@@ -23,6 +23,7 @@ from icl_book.features import (
     n_features,
     partition_features,
 )
+from icl_book.limits import CostRefused, budget
 from icl_book.tasks import sample_cubic_prompts, sample_polynomial_prompts
 
 
@@ -477,3 +478,12 @@ def test_predictions_by_block_name_the_bad_argument():
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="ys"):
         model.predictions_by_block(pr.xs, bad, pr.x_query)
+
+
+def test_a_stack_too_large_to_build_is_refused_before_it_is_built():
+    """``n_cycles`` multiplies the layers: a trillion cycles is refused, by the cost guard and, with
+    the budget raised, by the size of the weights (memory), not attempted."""
+    with pytest.raises(CostRefused):
+        A.deep_bcd_weights(2, 3, width=6, eta=0.5, n_cycles=10**12)
+    with budget(operations=1e17), pytest.raises(ValueError, match="weight entries"):
+        A.deep_bcd_weights(2, 3, width=6, eta=0.5, n_cycles=10**12)

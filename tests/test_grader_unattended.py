@@ -503,6 +503,26 @@ def test_nbgrader_grades_csv_is_defused_by_the_command_the_instructors_page_give
     assert "path must be a .csv file" in capsys.readouterr().err
 
 
+def test_a_grader_error_is_the_submissions_row_and_scores_zero(tmp_path, monkeypatch):
+    """An unexpected error while grading one submission is that submission's row (score 0, the error
+    named), not the batch's end and not a point."""
+    release, nb = _prologue()
+    rel = _write(release, tmp_path / "release.ipynb")
+    subs = [_write(nb, tmp_path / "ada.ipynb"), _write(nb, tmp_path / "bob.ipynb")]
+    monkeypatch.setattr(S, "box_available", lambda: True)
+
+    def broken(data, student, *a, **k):
+        raise RuntimeError(f"grader bug on {student}")
+
+    monkeypatch.setattr(G, "grade_submission", broken)
+    rows = grade(subs, tmp_path / "g.csv", release=rel, jobs=1)
+    assert [(r.student, r.exercise, r.score, r.max_score) for r in rows] == [
+        ("ada", "*", 0, 0),
+        ("bob", "*", 0, 0),
+    ]
+    assert all("grader error: RuntimeError: grader bug on" in r.message for r in rows)
+
+
 def test_students_are_named_from_their_path():
     """Before: with nbgrader's submitted/<student>/<assignment>/ layout every student was named
     after the notebook (01_hermite)."""
@@ -511,3 +531,10 @@ def test_students_are_named_from_their_path():
     assert student_name("subs/carol.ipynb") == "carol"
     assert chapter_of_path("course/submitted/ada/01_hermite/01_hermite.ipynb") == "01_hermite"
     assert chapter_of_path("subs/carol.ipynb") is None
+    # nbgrader's assignment folder names the chapter when the file does not; a file name that
+    # holds exactly one chapter's name names it; one that holds two names none
+    assert chapter_of_path("submitted/ada/03_asymptotic_theory/homework.ipynb") == (
+        "03_asymptotic_theory"
+    )
+    assert chapter_of_path("subs/ada_03_asymptotic_theory_v2.ipynb") == "03_asymptotic_theory"
+    assert chapter_of_path("subs/01_hermite_and_02_lsa_gradient_descent.ipynb") is None

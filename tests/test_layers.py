@@ -348,3 +348,28 @@ def test_lsa_refuses_a_prompt_with_no_context_token():
     z = np.ones((1, 3))
     with pytest.raises(ValueError, match="at least one context token"):
         layers.lsa(z, np.eye(3), np.eye(3))
+
+
+def test_the_smallest_valid_shapes_are_accepted():
+    """One prompt, one context token: inputs the entry checks must accept (a mutation sample turned
+    their ``< 1`` into ``<= 1`` unnoticed, refusing them)."""
+    rng = np.random.default_rng(1)
+    z = torch.as_tensor(rng.standard_normal((1, 2, 3)))  # one prompt: one context token + the query
+    wk, wp = (torch.as_tensor(rng.standard_normal((3, 3))) for _ in range(2))
+    full = layers.lsa(z, wk, wp, queries_only=True)[:, 0, -1] - z[:, -1, -1]
+    torch.testing.assert_close(lsa_query_readout(z[:, :-1], z[:, -1], wk, wp[-1]), full)
+    # one GD step on one context example of one unbatched prompt (r of shape (N,) = (1,)):
+    # g = r φ, then the residual and the prediction by hand
+    r, phi, phi_q = np.array([2.0]), np.array([[0.5, 1.0]]), np.array([1.0, -1.0])
+    r_new, pred = layers.bcd_steps(r, np.zeros(()), [(phi, phi_q, 0.1 * np.eye(2))])
+    g = r[0] * phi[0]
+    np.testing.assert_allclose(r_new, [2.0 - 0.1 * phi[0] @ g])
+    np.testing.assert_allclose(pred, 0.1 * phi_q @ g)
+
+
+def test_too_many_queries_is_refused_by_name():
+    """Two tokens hold at most one query: the error names ``n_queries`` and its range."""
+    z = RNG.standard_normal((1, 2, 3))
+    w = np.eye(3)
+    with pytest.raises(ValueError, match="n_queries"):
+        layers.lsa(z, w, w, n_queries=2)
