@@ -388,8 +388,8 @@ def test_a_batch_naming_no_chapter_or_several_needs_release(tmp_path, monkeypatc
 # --------------------------------------------------------------------------------------------------
 # 5. Forged replies, spreadsheet formulas, student names
 # --------------------------------------------------------------------------------------------------
-def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeypatch):
-    """Before: a forged 60 MB reply was read and parsed (the grader's RSS: 328 MB -> 1.87 GB)."""
+def _stub_session(tmp_path):
+    """A grader's session on a stand-in box (alive, no CPU clock): the tests forge the kernel's side."""
 
     class Box:
         private = tmp_path
@@ -401,7 +401,13 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
             return None
 
     (tmp_path / "work").mkdir()
-    session = channel.KernelSession(Box())
+    return channel.KernelSession(Box())
+
+
+def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeypatch):
+    """Before: a forged 60 MB reply was read and parsed (the grader's RSS: 328 MB -> 1.87 GB)."""
+
+    session = _stub_session(tmp_path)
     real_loads = json.loads
 
     def forge(code, timeout, taken=None):  # the kernel's side: a huge, well-formed reply
@@ -432,17 +438,7 @@ def test_a_reply_without_this_requests_token_is_refused(tmp_path, monkeypatch, r
     """A well-formed, small reply that is not a dict holding this request's token (a submission
     that guessed the reply's path and wrote first) is refused, not decoded as the answer."""
 
-    class Box:
-        private = tmp_path
-
-        def alive(self):
-            return True
-
-        def cpu_seconds(self):
-            return None
-
-    (tmp_path / "work").mkdir()
-    session = channel.KernelSession(Box())
+    session = _stub_session(tmp_path)
 
     def forge(code, timeout, taken=None):  # the kernel's side: a reply of its own making
         (req,) = session.channel.glob("req-*.json")

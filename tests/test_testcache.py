@@ -120,20 +120,26 @@ def test_a_chapter_edit_reruns_what_reads_it_and_a_code_edit_reruns_everything(r
     assert code == 0 and len(got["PASSED"]) == 3, out
 
 
+def _fake_chromium(tmp_path_factory, script: str):
+    """A ``chromium`` running ``script``, first on the PATH: (its folder, the environment to pass)."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    fake = bin_dir / "chromium"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    return bin_dir, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
 def test_a_tools_noise_on_stderr_is_not_an_input(repo, tmp_path_factory):
     """Debian's chromium launcher prints the free bytes of /dev/shm on stderr with its version, which
     other processes change between two runs (on a loaded machine, the other test process's browser):
     here a fake chromium prints a new number every call. Its version (stdout) is the input, and a
     changed version still re-runs everything."""
-    bin_dir = tmp_path_factory.mktemp("bin")
-    fake = bin_dir / "chromium"
-    fake.write_text(
+    bin_dir, path = _fake_chromium(
+        tmp_path_factory,
         '#!/bin/sh\necho "/usr/bin/chromium: 9: [: $(date +%s%N): unexpected operator" >&2\n'
-        'echo "Chromium $(cat "$0.version")"\n'
+        'echo "Chromium $(cat "$0.version")"\n',
     )
-    fake.chmod(0o755)
     (bin_dir / "chromium.version").write_text("156.0\n")
-    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     assert run(repo, "tests", env=path)[0] == 0
     code, got, out = run(repo, "tests", env=path)
     assert code == 0 and got == {}, out
@@ -146,14 +152,11 @@ def test_a_tool_that_fails_once_does_not_rerun_everything(repo, tmp_path_factory
     """A version query that dies once (here a fake chromium kills itself with SIGTRAP, as the real one
     does when a loaded machine refuses it address space) is asked again: nothing re-runs. A tool
     that fails every time is keyed as failing: everything re-runs."""
-    bin_dir = tmp_path_factory.mktemp("bin")
-    fake = bin_dir / "chromium"
-    fake.write_text(
+    bin_dir, path = _fake_chromium(
+        tmp_path_factory,
         '#!/bin/sh\nif [ -e "$0.crash" ]; then rm "$0.crash"; kill -TRAP $$; fi\n'
-        'if [ -e "$0.broken" ]; then kill -TRAP $$; fi\necho "Chromium 156.0"\n'
+        'if [ -e "$0.broken" ]; then kill -TRAP $$; fi\necho "Chromium 156.0"\n',
     )
-    fake.chmod(0o755)
-    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     assert run(repo, "tests", env=path)[0] == 0
     (bin_dir / "chromium.crash").write_text("")
     code, got, out = run(repo, "tests", env=path)
