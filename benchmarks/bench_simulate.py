@@ -36,6 +36,7 @@ environment (``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``) is printed with the
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import subprocess
@@ -47,6 +48,7 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from icl_book.simulate import (
+    REFINE_TOL,
     gamma_errors,
     problem_sizes,
     sample_reduced_prompts,
@@ -258,7 +260,9 @@ def _solve_rate(dim: int, route: str, tol: float) -> float:
     _, info = solve_reduced_ridge(p.x_query, p.h, p.y_query, FIG4_RIDGE, tol=tol, solver=route)
     elapsed = time.perf_counter() - t0
     if route == "pcg":
-        flops = (info.iterations + 4) * 4 * n * features  # ~4 float64 residuals
+        # the right-hand side and one float64 residual per float32 refinement round
+        rounds = max(1, math.ceil(math.log(tol) / math.log(REFINE_TOL)))
+        flops = (info.iterations + rounds + 1) * 4 * n * features
     else:
         flops = 2 * n * features**2 + features**3 / 3
     return flops / elapsed / 1e9

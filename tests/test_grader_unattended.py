@@ -406,7 +406,6 @@ def _stub_session(tmp_path):
 
 def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeypatch):
     """Before: a forged 60 MB reply was read and parsed (the grader's RSS: 328 MB -> 1.87 GB)."""
-
     session = _stub_session(tmp_path)
     real_loads = json.loads
 
@@ -437,7 +436,6 @@ def test_a_60_mb_reply_is_rejected_by_its_size_without_parsing(tmp_path, monkeyp
 def test_a_reply_without_this_requests_token_is_refused(tmp_path, monkeypatch, reply):
     """A well-formed, small reply that is not a dict holding this request's token (a submission
     that guessed the reply's path and wrote first) is refused, not decoded as the answer."""
-
     session = _stub_session(tmp_path)
 
     def forge(code, timeout, taken=None):  # the kernel's side: a reply of its own making

@@ -351,8 +351,8 @@ def test_lsa_refuses_a_prompt_with_no_context_token():
 
 
 def test_the_smallest_valid_shapes_are_accepted():
-    """One prompt, one context token: inputs the entry checks must accept (a mutation sample turned
-    their ``< 1`` into ``<= 1`` unnoticed, refusing them)."""
+    """One prompt, one context token, an unbatched residual: inputs the entry checks must accept (a
+    mutation sample changed two of these checks to refuse them, unnoticed)."""
     rng = np.random.default_rng(1)
     z = torch.as_tensor(rng.standard_normal((1, 2, 3)))  # one prompt: one context token + the query
     wk, wp = (torch.as_tensor(rng.standard_normal((3, 3))) for _ in range(2))
@@ -371,5 +371,5 @@ def test_too_many_queries_is_refused_by_name():
     """Two tokens hold at most one query: the error names ``n_queries`` and its range."""
     z = RNG.standard_normal((1, 2, 3))
     w = np.eye(3)
-    with pytest.raises(ValueError, match="n_queries"):
+    with pytest.raises(ValueError, match=r"n_queries must be an integer >= 1 and <= 1, got 2"):
         layers.lsa(z, w, w, n_queries=2)
