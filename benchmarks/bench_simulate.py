@@ -1,7 +1,8 @@
 """Benchmark of icl_book.simulate against the dense reference method.
 
 Run: ``.venv/bin/python benchmarks/bench_simulate.py`` (all three parts; ``--quick`` skips the d = 200 run),
-``--figure4-only`` (part 0 alone; ``--dims 10 32`` and ``--ref-fits N`` narrow it).
+``--figure4-only`` (part 0 alone; ``--dims 10 32`` and ``--ref-fits N`` narrow it). ``--authors-repo PATH``
+adds Lu et al.'s own code to part 0 (below); nothing of theirs is in this repository.
 
 0. **Lu et al.'s Figure-4 workload** (their public script's grid: α = τ = 10, ρ = 0.01, λ = 1e-6, twelve κ from
    0.2 to 32, twenty draws each) at d = 10, 32, 64, through :func:`icl_book.simulate.sweep` (``solver="auto"``,
@@ -17,6 +18,18 @@ Run: ``.venv/bin/python benchmarks/bench_simulate.py`` (all three parts; ``--qui
    the two on the fits both ran, the achieved GFLOP/s of each solve against a large float32 matrix product's
    in the same run, the simulator's time per fit with the default ``sampler="labels"`` (the draws behind
    the book's stored results), and the load average.
+
+   The reference is stricter than the authors' script: it draws its prompts with the simulator's
+   ``O(d)`` sampler. With ``--authors-repo PATH`` (a checkout of their public repository,
+   github.com/Pehlevan-Group/incontext-asymptotics-experiments, MIT), the table also times their own
+   Figure-4 fit, ``errors_from_DATA`` of ``theory_runs/common.py`` with one draw (its per-prompt loop,
+   Gram matrix and solve, exactly as their ``quick_and_easy_figure/run.py`` calls it, without the dMMSE
+   baseline that script also runs), on ``FIG4_AUTHORS_FITS`` fits spread over the κ like the
+   reference's; their sweep time is their mean time per fit × 240, and each of their e_ICL is placed
+   in the spread of the simulator's 20 draws at the same κ (``|z|``: distance to their mean in standard
+   deviations; their draws are not ours, so this checks that both compute the same quantity, not an
+   identity). The median ``|z|`` is printed, about 0.7 when the two agree: at small κ the spread is
+   heavy-tailed (two tasks at d = 10, κ = 0.2), and one draw far out says nothing.
 
 1. For d = 40, 60, 80 (α = 1, τ = 3, κ = 2, ρ = 0.01, ridgeless) one set of prompts is drawn with the fast
    sampler, and the same prompts are solved twice:
@@ -132,6 +145,8 @@ FIG4_ALPHA, FIG4_TAU, FIG4_RHO, FIG4_RIDGE, FIG4_DRAWS = 10.0, 10.0, 0.01, 1e-6,
 FIG4_TOLS = (1e-10, 1e-6)
 # Reference fits timed per d unless --ref-fits says otherwise (~0.6 s each at d = 32, ~40 s at d = 64).
 FIG4_REF_FITS = {10: 240, 32: 24, 64: 3}
+# The authors' own fits timed per d with --authors-repo (~1 s each at d = 32, ~20-40 s at d = 64).
+FIG4_AUTHORS_FITS = {10: 24, 32: 12, 64: 2}
 
 
 def _fig4_point(dim: int, kappa: float, tol: float) -> dict:
@@ -167,6 +182,29 @@ def dense_reference_fit(dim: int, kappa: float, seed: int) -> tuple[float, float
     return icl, time.perf_counter() - t0, t2 - t1
 
 
+def _authors_module(repo: str):
+    """Lu et al.'s ``theory_runs/common.py`` from a checkout of their repository, imported by path."""
+    import importlib.util
+
+    path = os.path.join(repo, "theory_runs", "common.py")
+    if not os.path.isfile(path):
+        raise SystemExit(f"--authors-repo: no theory_runs/common.py under {repo!r}")
+    spec = importlib.util.spec_from_file_location("lu_et_al_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def authors_fit(module, dim: int, kappa: float, seed: int) -> tuple[float, float]:
+    """One fit by the authors' code, one draw: ``(e_ICL, seconds)`` (their global NumPy seed)."""
+    np.random.seed(seed)  # noqa: NPY002 -- their code draws from the legacy global generator
+    t0 = time.perf_counter()
+    icl, _, _, _ = module.errors_from_DATA(
+        dim, FIG4_ALPHA, kappa, FIG4_TAU, FIG4_RHO, FIG4_RIDGE, 1
+    )
+    return float(icl), time.perf_counter() - t0
+
+
 def sgemm_gflops(size: int = 2000) -> float:
     """One large float32 matrix product: the machine's attainable rate on this thread, now."""
     a = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
@@ -176,7 +214,7 @@ def sgemm_gflops(size: int = 2000) -> float:
     return 2 * size**3 / (time.perf_counter() - t0) / 1e9
 
 
-def figure4(dims, ref_fits: int | None) -> None:
+def figure4(dims, ref_fits: int | None, authors_repo: str | None = None) -> None:
     print(
         f"Figure-4 workload: alpha = tau = {FIG4_ALPHA:g}, rho = {FIG4_RHO}, lambda = {FIG4_RIDGE:g}, "
         f"{len(FIG4_KAPPAS)} kappas x {FIG4_DRAWS} draws; one BLAS thread on both sides; "
@@ -186,7 +224,9 @@ def figure4(dims, ref_fits: int | None) -> None:
         f"{'d':>3} {'tol':>6} {'sim s':>7} {'ref s':>8} {'ratio':>6} {'ref fits':>8} {'max|de|':>8} "
         f"{'sim GF/s':>8} {'ref GF/s':>8} {'sgemm':>6} {'labels s/fit':>12} {'load':>5}  routes by kappa"
     )
+    authors = None if authors_repo is None else _authors_module(authors_repo)
     print(header)
+    authors_rows = []
     seeds = list(range(FIG4_DRAWS))
     for dim in dims:
         with threadpool_limits(1):
@@ -218,6 +258,11 @@ def figure4(dims, ref_fits: int | None) -> None:
             features = dim * (dim + 1)
             t_ref = float(np.mean(ref_times)) * len(FIG4_KAPPAS) * len(seeds)
             ref_gflops = (2 * n * features**2 + features**3 / 3) / float(np.mean(gram_times)) / 1e9
+            if authors is not None:
+                n_auth = FIG4_AUTHORS_FITS.get(dim, 2)
+                auth_pairs = [(k, s) for s in seeds for k in range(len(FIG4_KAPPAS))][:n_auth]
+                auth = [authors_fit(authors, dim, FIG4_KAPPAS[k], s) for k, s in auth_pairs]
+                t_auth = float(np.mean([t for _, t in auth])) * len(FIG4_KAPPAS) * len(seeds)
             for tol in FIG4_TOLS:
                 points = [_fig4_point(dim, kappa, tol) for kappa in FIG4_KAPPAS]
                 t0 = time.perf_counter()
@@ -233,11 +278,37 @@ def figure4(dims, ref_fits: int | None) -> None:
                     _choose_solver(problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kap)[1], dim, tol)
                     for kap in FIG4_KAPPAS
                 )
+                if authors is not None:
+                    # their draw against the spread of the simulator's 20 draws at its kappa
+                    spread = float(
+                        np.median(
+                            [
+                                abs(icl - float(np.mean(table[k].icl)))
+                                / float(np.std(table[k].icl))
+                                for (icl, _), (k, _) in zip(auth, auth_pairs, strict=True)
+                            ]
+                        )
+                    )
+                    authors_rows.append((dim, tol, t_sim, t_auth, n_auth, spread))
                 print(
                     f"{dim:>3} {tol:>6.0e} {t_sim:>7.1f} {t_ref:>8.1f} {t_ref / t_sim:>5.1f}x "
                     f"{len(pairs):>8} {max(diffs):>8.1e} {sim_solve:>8.1f} {ref_gflops:>8.1f} "
                     f"{gemm:>6.1f} {float(np.mean(labels)):>12.3f} {os.getloadavg()[0]:>5.1f}  {routes}"
                 )
+    if authors_rows:
+        print(
+            "\nThe authors' own fit (errors_from_DATA, one draw per fit; sweep = mean per fit x 240), "
+            "same run, one BLAS thread:"
+        )
+        print(
+            f"{'d':>3} {'tol':>6} {'sim s':>7} {'authors s':>10} {'ratio':>6} {'their fits':>10} "
+            f"{'median |z| of their e_ICL':>27}"
+        )
+        for dim, tol, t_sim, t_auth, n_auth, spread in authors_rows:
+            print(
+                f"{dim:>3} {tol:>6.0e} {t_sim:>7.1f} {t_auth:>10.1f} {t_auth / t_sim:>5.1f}x "
+                f"{n_auth:>10} {spread:>27.2f}"
+            )
 
 
 def _timed(fn, *args, **kwargs) -> float:
@@ -304,7 +375,7 @@ def main(quick: bool) -> None:
     )
 
 
-def _figure4_args(argv: list[str]) -> tuple[list[int], int | None]:
+def _figure4_args(argv: list[str]) -> tuple[list[int], int | None, str | None]:
     dims = [10, 32, 64]
     if "--dims" in argv:
         i = argv.index("--dims") + 1
@@ -313,15 +384,16 @@ def _figure4_args(argv: list[str]) -> tuple[list[int], int | None]:
             dims.append(int(argv[i]))
             i += 1
     ref_fits = int(argv[argv.index("--ref-fits") + 1]) if "--ref-fits" in argv else None
-    return dims, ref_fits
+    repo = argv[argv.index("--authors-repo") + 1] if "--authors-repo" in argv else None
+    return dims, ref_fits, repo
 
 
 if __name__ == "__main__":
     if "--big-only" in sys.argv:
         big_run()
     else:
-        dims, ref_fits = _figure4_args(sys.argv)
-        figure4(dims, ref_fits)
+        dims, ref_fits, authors_repo = _figure4_args(sys.argv)
+        figure4(dims, ref_fits, authors_repo)
         if "--figure4-only" not in sys.argv:
             print()
             main(quick="--quick" in sys.argv)
