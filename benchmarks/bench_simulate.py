@@ -69,7 +69,6 @@ from icl_book.simulate import (
     solve_reduced_ridge,
     sweep,
 )
-from icl_book.simulate.solver import _choose_solver
 from icl_book.tasks import sample_task_pool
 
 ALPHA, TAU, KAPPA, RHO = 1.0, 3.0, 2.0, 0.01
@@ -272,12 +271,9 @@ def figure4(dims, ref_fits: int | None, authors_repo: str | None = None) -> None
                     abs(icl / table[k].icl[s] - 1)
                     for icl, (k, s) in zip(ref_icl, pairs, strict=True)
                 ]
-                route = _choose_solver(n, dim, tol)
-                sim_solve = _solve_rate(dim, route, tol)
-                routes = " ".join(
-                    _choose_solver(problem_sizes(dim, FIG4_ALPHA, FIG4_TAU, kap)[1], dim, tol)
-                    for kap in FIG4_KAPPAS
-                )
+                # the route the cost model picked, as each row of the sweep reports it
+                sim_solve = _solve_rate(dim, table[FIG4_KAPPAS.index(1.0)].solver, tol)
+                routes = " ".join(row.solver for row in table)
                 if authors is not None:
                     # their draw against the spread of the simulator's 20 draws at its kappa
                     spread = float(

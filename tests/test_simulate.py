@@ -308,7 +308,9 @@ def test_predicted_pcg_steps_match_the_measured_ones():
     assert 0.7 * info.iterations <= predicted <= 1.3 * info.iterations
 
 
-def test_the_route_is_visible_and_overridable_through_pretraining(monkeypatch):
+@pytest.fixture
+def solver_routes(monkeypatch):
+    """The route (``info.solver``) of every solve pretraining runs in this process, in order."""
     seen = []
     solve = simulate.pretrain.solve_reduced_ridge
 
@@ -318,6 +320,11 @@ def test_the_route_is_visible_and_overridable_through_pretraining(monkeypatch):
         return out
 
     monkeypatch.setattr(simulate.pretrain, "solve_reduced_ridge", spy)
+    return seen
+
+
+def test_the_route_is_visible_and_overridable_through_pretraining(solver_routes):
+    seen = solver_routes
     runs = {
         s: pretrain_reduced_lsa(10, 10.0, 10.0, 0.4, 0.01, 1e-6, rng=1, solver=s).gamma
         for s in ("auto", "pcg", "dense")
@@ -430,6 +437,16 @@ def test_every_stored_simulation_stays_on_the_route_it_was_computed_with():
     for p in points:
         _, n, _ = problem_sizes(p["dim"], p["alpha"], p["tau"], p.get("kappa", np.inf))
         assert solver_module._choose_solver(n, p["dim"], p.get("tol", 1e-10)) == "pcg", p
+
+
+def test_a_sweep_row_names_the_route_its_solves_took(solver_routes):
+    seen = solver_routes
+    fig4 = {"alpha": 10.0, "tau": 10.0, "kappa": 0.4, "noise_var": 0.01, "ridge": 1e-6}
+    points = [fig4 | {"dim": 10}, fig4 | {"dim": 10, "solver": "pcg"}, fig4 | {"dim": 32}]
+    rows = simulate.sweep(points, seeds=[0, 1])
+    assert [r.solver for r in rows] == ["dense", "pcg", "pcg"]  # auto: dense at d = 10, PCG at 32
+    # each row's route is the one its two solves reported (the dense route's factor is float32 here)
+    assert seen == ["dense32", "dense32", "pcg", "pcg", "pcg", "pcg"]
 
 
 def test_sweep_points_choose_solver_and_sampler_by_name():

@@ -173,6 +173,11 @@ def _choose_solver(n: int, d: int, tol: float) -> str:
     return "dense" if costs["dense"] < costs["pcg"] else "pcg"
 
 
+def _route(solver: str, n: int, d: int, tol: float) -> str:
+    """The route a solve with ``solver`` (``"auto"``, ``"pcg"`` or ``"dense"``) takes at these sizes."""
+    return _choose_solver(n, d, tol) if solver == "auto" else solver
+
+
 def _dense_gram(x_query, h, n: int, shift: float, dtype):
     """Upper Cholesky factor of ``ΦᵀΦ/n + shift·I`` with ``Φ = [vec(x_μ h_μᵀ)]`` built block by block in
     ``dtype`` (one matrix product per block); ``None`` when it is not numerically positive definite."""
@@ -329,8 +334,7 @@ def solve_reduced_ridge(
     max_iter = max(1000, 2 * d) if max_iter is None else positive_int("max_iter", max_iter)
     preconditioning = choice("preconditioning", preconditioning, ("auto", "none"))
     solver = choice("solver", solver, ("auto", "pcg", "dense"))
-    if solver == "auto":
-        solver = _choose_solver(n, d, tol)
+    solver = _route(solver, n, d, tol)
     if solver == "dense" and n < d * (d + 1) and ridge == 0:
         raise ValueError(
             f"solver='dense' needs n >= d(d+1) = {d * (d + 1)} or ridge > 0 (got n = {n}, ridge = 0: "

@@ -20,6 +20,7 @@ from ..stats import mean_sem
 from ..theory import _teacher, nonlinear_error_of_gamma
 from .pretrain import gamma_errors, pretrain_reduced_lsa
 from .sizes import problem_sizes
+from .solver import _route
 
 #: Keys a sweep point may carry — the arguments of :func:`pretrain_reduced_lsa` (``dim``, ``alpha`` and ``tau``
 #: are required).
@@ -36,6 +37,8 @@ class SweepResult(NamedTuple):
     ``link`` is the teacher's name (``None`` for the linear teacher; ``repr`` of an unnamed callable);
     ``icl``/``idg`` hold one exact error per seed, in the order of ``seeds``; ``*_sem`` is the standard error of
     the mean over seeds (``s/√S``, ``nan`` for one seed); every ``idg*`` is ``nan`` when ``κ = ∞``.
+    ``solver`` is the route every seed's solve took (``"pcg"`` or ``"dense"``: the point's ``solver``, or
+    the one the cost model of :func:`solve_reduced_ridge` picked for ``"auto"`` from the sizes alone).
     """
 
     dim: int
@@ -52,6 +55,7 @@ class SweepResult(NamedTuple):
     icl_sem: float
     idg_mean: float
     idg_sem: float
+    solver: str
 
 
 def _sweep_point(index: int, point) -> dict:
@@ -230,6 +234,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
         results = [[f.result() for f in row] for row in futures]
     table = []
     for p, row in zip(points, results, strict=True):
+        _, n, _ = problem_sizes(p["dim"], p["alpha"], p["tau"], p["kappa"])
         icl = tuple(r[0] for r in row)
         idg = tuple(r[1] for r in row)
         summary = []  # icl_mean, icl_sem, idg_mean, idg_sem, as SweepResult documents them
@@ -253,6 +258,7 @@ def sweep(points, *, seeds, executor=None) -> list[SweepResult]:
                 icl,
                 idg,
                 *summary,
+                _route(p["solver"], n, p["dim"], p["tol"]),
             )
         )
     return table
