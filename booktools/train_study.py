@@ -59,6 +59,7 @@ def export(study: str, folder: Path, out: Path, names=None, max_steps: int | Non
         if not path.exists():
             raise SystemExit(f"no checkpoint for cohort {cohort.name}: train it first ({path})")
         saved = torch.load(path, weights_only=False)
+        _refuse_past_the_bound(cohort, saved["trainer"])
         trainer = study_trainer(cohort)
         trainer.load_state_dict(saved["trainer"])
         records = {n: ConvergenceRecord(**r) for n, r in saved["records"].items()}
@@ -76,6 +77,23 @@ def export(study: str, folder: Path, out: Path, names=None, max_steps: int | Non
         )
     np.savez_compressed(out, **arrays)
     print(f"wrote {out}")
+
+
+def _refuse_past_the_bound(cohort, state: dict) -> None:
+    """An export at a bound below what a run was trained to would ship the later weights under a
+    verdict of the earlier bound (and decide it from checks past that bound): refuse it."""
+    past = {
+        n: int(s)
+        for n, s in zip(state["names"], state["steps"], strict=True)
+        if s > cohort.max_steps
+    }
+    if past:
+        name, steps = max(past.items(), key=lambda item: item[1])
+        raise SystemExit(
+            f"{cohort.name}: {len(past)} run(s) trained past the bound {cohort.max_steps}, e.g. "
+            f"{name} to {steps} steps (its weights are those of that step); export with "
+            f"--max-steps >= {steps}, or once the runs reach a bound"
+        )
 
 
 def _redecide(rec: ConvergenceRecord, cohort) -> ConvergenceRecord:

@@ -376,6 +376,13 @@ def test_export_decides_with_the_bound_the_runs_were_trained_to(tmp_path, monkey
     main([*args, "--max-steps", "4"])
     (run,) = studies.load_study("tiny", path=out).values()
     assert run.steps == 4 and run.status == "at the bound"
+    # trained on to 8 steps, the run cannot ship as "at the bound" of 4: its weights are step 8's
+    studies.train_study("tiny", checkpoints=tmp_path, max_steps=8, log=None)
+    with pytest.raises(SystemExit, match=r"past the bound 4, e\.g\. .* to 8 steps"):
+        main([*args, "--max-steps", "4"])
+    main([*args, "--max-steps", "8"])
+    (run,) = studies.load_study("tiny", path=out).values()
+    assert run.steps == 8 and run.status == "at the bound"
 
 
 def test_export_writes_the_named_cohorts_and_refuses_unknown_names(tmp_path, monkeypatch):
