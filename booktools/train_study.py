@@ -45,17 +45,32 @@ def _checkpoint(folder: Path, study: str, cohort) -> Path:
     return folder / f"{study}_{cohort.name}.pt"
 
 
-def _bounded(cohort, max_steps: int | None):
+def _bounds(tokens, study: str) -> dict:
+    """``--max-steps`` values: ``N`` (every cohort) and ``NAME=N`` (that cohort), as ``{name or None: N}``."""
+    known = [c.name for c in cohorts(study)]
+    bounds = {}
+    for token in tokens or ():
+        name, sep, value = token.rpartition("=")
+        if sep and name not in known:
+            raise SystemExit(f"--max-steps {token}: {name!r} is not a cohort of {study} {known}")
+        if not value.isdigit() or int(value) < 1:
+            raise SystemExit(f"--max-steps {token}: the bound must be an integer >= 1")
+        bounds[name if sep else None] = int(value)
+    return bounds
+
+
+def _bounded(cohort, bounds: dict):
     """The cohort with the bound its runs were trained to (``--max-steps``), or its own."""
-    return cohort if max_steps is None else replace(cohort, max_steps=max_steps)
+    bound = bounds.get(cohort.name, bounds.get(None))
+    return cohort if bound is None else replace(cohort, max_steps=bound)
 
 
-def export(study: str, folder: Path, out: Path, names=None, max_steps: int | None = None) -> None:
+def export(study: str, folder: Path, out: Path, names=None, bounds: dict | None = None) -> None:
     arrays = {}
     for cohort in cohorts(study):
         if names is not None and cohort.name not in names:
             continue
-        cohort = _bounded(cohort, max_steps)
+        cohort = _bounded(cohort, bounds or {})
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
             raise SystemExit(f"no checkpoint for cohort {cohort.name}: train it first ({path})")
@@ -103,14 +118,14 @@ def _redecide(rec: ConvergenceRecord, cohort) -> ConvergenceRecord:
     return decide(rec, max_steps=cohort.max_steps)
 
 
-def status(study: str, folder: Path, max_steps: int | None = None) -> None:
+def status(study: str, folder: Path, bounds: dict | None = None) -> None:
     """Print every run's steps, validation error and state from the checkpoints (no training).
 
-    Each run is decided by today's rule, as a resume or an export with the same ``max_steps`` would
+    Each run is decided by today's rule, as a resume or an export with the same bounds would
     decide it.
     """
     for cohort in cohorts(study):
-        cohort = _bounded(cohort, max_steps)
+        cohort = _bounded(cohort, bounds or {})
         path = _checkpoint(folder, study, cohort)
         if not path.exists():
             print(f"{cohort.name}: not started")
@@ -161,7 +176,13 @@ def main(argv=None) -> None:
     parser.add_argument("study", choices=list(STUDIES))
     parser.add_argument("--cohorts", nargs="+", default=None, help="cohort names (default: all)")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
-    parser.add_argument("--max-steps", type=int, default=None, help="override the bound")
+    parser.add_argument(
+        "--max-steps",
+        nargs="+",
+        default=None,
+        metavar="N|COHORT=N",
+        help="override the bound: N for every cohort, COHORT=N for one (later values win)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="the .npz to write")
     parser.add_argument("--device", default="cpu", help="torch device to train on (e.g. cuda)")
     parser.add_argument(
@@ -178,34 +199,39 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # tiny models: one thread is as fast, and bitwise reproducible
     args.checkpoints.mkdir(parents=True, exist_ok=True)
+    bounds = _bounds(args.max_steps, args.study)
+    known = {c.name for c in cohorts(args.study)}
+    unknown = sorted(set(args.cohorts or ()) - known)
+    if unknown:
+        raise SystemExit(f"--cohorts must be cohorts of {args.study}, got {unknown}")
     if args.command == "train":
+        # one train_study call per bound: the cohorts of each train in parallel on the executor
+        groups = {}
+        for cohort in cohorts(args.study):
+            if args.cohorts is None or cohort.name in args.cohorts:
+                bound = bounds.get(cohort.name, bounds.get(None))
+                groups.setdefault(bound, []).append(cohort.name)
         with _executor(args) as executor:
-            try:
+            for bound, names in groups.items():
                 train_study(
                     args.study,
                     checkpoints=args.checkpoints,
-                    names=args.cohorts,
-                    max_steps=args.max_steps,
+                    names=names,
+                    max_steps=bound,
                     device=args.device,
                     executor=executor,
                     chunk_size=args.chunk_size,
                     log=lambda line: print(line, flush=True),
                 )
-            except ValueError as err:  # e.g. an unknown cohort name
-                raise SystemExit(str(err)) from None
     elif args.command == "status":
-        status(args.study, args.checkpoints, args.max_steps)
+        status(args.study, args.checkpoints, bounds)
     else:
-        known = {c.name for c in cohorts(args.study)}
-        unknown = sorted(set(args.cohorts or ()) - known)
-        if unknown:
-            raise SystemExit(f"--cohorts must be cohorts of {args.study}, got {unknown}")
         export(
             args.study,
             args.checkpoints,
             args.out or study_path(args.study),
             args.cohorts,
-            args.max_steps,
+            bounds,
         )
 
 

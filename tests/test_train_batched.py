@@ -243,7 +243,7 @@ def test_every_model_the_chapters_train_has_a_cohort():
     assert {r.task for r in lsa.runs} == {"quadratic", "mixed"}
     from booktools.train_study import main
 
-    with pytest.raises(SystemExit, match="names must be cohorts of glu"):
+    with pytest.raises(SystemExit, match=r"--cohorts must be cohorts of glu, got \['misspelt'\]"):
         main(["train", "glu", "--cohorts", "lsa", "misspelt"])
 
 
@@ -383,6 +383,33 @@ def test_export_decides_with_the_bound_the_runs_were_trained_to(tmp_path, monkey
     main([*args, "--max-steps", "8"])
     (run,) = studies.load_study("tiny", path=out).values()
     assert run.steps == 8 and run.status == "at the bound"
+
+
+def test_each_cohort_can_have_its_own_bound(tmp_path, monkeypatch):
+    """``--max-steps 4 b=8``: cohort a trains to and ships at the bound 4, b at 8, in one command each."""
+    torch.set_num_threads(1)
+    from booktools.train_study import main
+
+    monkeypatch.setitem(studies.STUDIES, "tiny", [_tiny_cohort("a", 0), _tiny_cohort("b", 1)])
+    folder = ["--checkpoints", str(tmp_path)]
+    main(["train", "tiny", *folder, "--max-steps", "4", "b=8"])
+    out = tmp_path / "s.npz"
+    export = ["export", "tiny", *folder, "--out", str(out)]
+    with pytest.raises(SystemExit, match="b: 1 run.* past the bound 4"):
+        main([*export, "--max-steps", "4"])
+    main([*export, "--max-steps", "4", "b=8"])
+    runs = {r.spec.seed: r for r in studies.load_study("tiny", path=out).values()}
+    assert {s: (r.steps, r.status) for s, r in runs.items()} == {
+        0: (4, "at the bound"),
+        1: (8, "at the bound"),
+    }
+    for bad, message in [
+        ("c=4", r"--max-steps c=4: 'c' is not a cohort of tiny \['a', 'b'\]"),
+        ("b=0", "--max-steps b=0: the bound must be an integer >= 1"),
+        ("4.5", "--max-steps 4.5: the bound must be an integer >= 1"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            main([*export, "--max-steps", bad])
 
 
 def test_export_writes_the_named_cohorts_and_refuses_unknown_names(tmp_path, monkeypatch):
