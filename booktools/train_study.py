@@ -22,7 +22,8 @@ seconds and the training-loss curve of every run. A cohort without a checkpoint 
 in training are exported with ``finished = False`` (a chapter must say so). With ``--max-steps N`` every run
 is decided with the bound ``N`` it was trained to (``train --max-steps N``): one at ``N`` steps that did not
 converge ships "at the bound" of ``N``, not as still training toward the cohort's own bound. A run
-trained past ``N`` is refused: its weights are those of its last step, not of ``N``.
+trained past ``N`` is refused: its weights are those of its last step, not of ``N``. ``COHORT=N`` gives
+one cohort its own bound (``--max-steps 64000 lsa=128000``), for every command.
 """
 
 from __future__ import annotations
