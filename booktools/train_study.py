@@ -134,9 +134,12 @@ def status(study: str, folder: Path, bounds: dict | None = None) -> None:
         saved = torch.load(path, weights_only=False)
         cpu_h = float(np.sum(saved["trainer"]["cpu_seconds"])) / 3600
         print(f"{cohort.name}: {cpu_h:.2f} CPU-hours")
+        trained = dict(zip(saved["trainer"]["names"], saved["trainer"]["steps"], strict=True))
         for name, r in saved["records"].items():
             rec = _redecide(ConvergenceRecord(**r), cohort)
-            if rec.converged:
+            if trained[name] > cohort.max_steps:  # what an export at this bound refuses
+                state = f"trained past the bound, to {int(trained[name])} steps"
+            elif rec.converged:
                 state = "converged"
             elif rec.diverged_at:
                 state = f"diverged at step {rec.diverged_at}"

@@ -385,7 +385,7 @@ def test_export_decides_with_the_bound_the_runs_were_trained_to(tmp_path, monkey
     assert run.steps == 8 and run.status == "at the bound"
 
 
-def test_each_cohort_can_have_its_own_bound(tmp_path, monkeypatch):
+def test_each_cohort_can_have_its_own_bound(tmp_path, monkeypatch, capsys):
     """``--max-steps 4 b=8``: cohort a trains to and ships at the bound 4, b at 8, in one command each."""
     torch.set_num_threads(1)
     from booktools.train_study import main
@@ -397,6 +397,10 @@ def test_each_cohort_can_have_its_own_bound(tmp_path, monkeypatch):
     export = ["export", "tiny", *folder, "--out", str(out)]
     with pytest.raises(SystemExit, match="b: 1 run.* past the bound 4"):
         main([*export, "--max-steps", "4"])
+    main(["status", "tiny", *folder, "--max-steps", "4"])  # says what that export refuses
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("at bound" in line for line in lines) == 1
+    assert sum("trained past the bound, to 8 steps" in line for line in lines) == 1
     main([*export, "--max-steps", "4", "b=8"])
     runs = {r.spec.seed: r for r in studies.load_study("tiny", path=out).values()}
     assert {s: (r.steps, r.status) for s, r in runs.items()} == {
