@@ -379,9 +379,24 @@ def _figure4_args(argv: list[str]) -> tuple[list[int], int | None, str | None]:
         while i < len(argv) and argv[i].isdigit():
             dims.append(int(argv[i]))
             i += 1
-    ref_fits = int(argv[argv.index("--ref-fits") + 1]) if "--ref-fits" in argv else None
-    repo = argv[argv.index("--authors-repo") + 1] if "--authors-repo" in argv else None
-    return dims, ref_fits, repo
+        if not dims or 0 in dims:
+            raise SystemExit("--dims takes one or more integers >= 1")
+    ref_fits = _flag_value(argv, "--ref-fits")
+    if ref_fits is not None:
+        if not ref_fits.isdigit() or int(ref_fits) < 1:
+            raise SystemExit(f"--ref-fits takes an integer >= 1, got {ref_fits!r}")
+        ref_fits = int(ref_fits)
+    return dims, ref_fits, _flag_value(argv, "--authors-repo")
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value after ``flag`` in ``argv``, ``None`` without the flag; a flag without one is refused."""
+    if flag not in argv:
+        return None
+    i = argv.index(flag) + 1
+    if i == len(argv) or argv[i].startswith("--"):
+        raise SystemExit(f"{flag} needs a value")
+    return argv[i]
 
 
 if __name__ == "__main__":
