@@ -134,7 +134,10 @@ def status(study: str, folder: Path, bounds: dict | None = None) -> None:
         saved = torch.load(path, weights_only=False)
         cpu_h = float(np.sum(saved["trainer"]["cpu_seconds"])) / 3600
         print(f"{cohort.name}: {cpu_h:.2f} CPU-hours")
-        trained = dict(zip(saved["trainer"]["names"], saved["trainer"]["steps"], strict=True))
+        names = saved["trainer"]["names"]
+        trained = dict(zip(names, saved["trainer"]["steps"], strict=True))
+        spent = dict(zip(names, saved["trainer"]["cpu_seconds"], strict=True))
+        at_bound = []
         for name, r in saved["records"].items():
             rec = _redecide(ConvergenceRecord(**r), cohort)
             if trained[name] > cohort.max_steps:  # what an export at this bound refuses
@@ -145,9 +148,18 @@ def status(study: str, folder: Path, bounds: dict | None = None) -> None:
                 state = f"diverged at step {rec.diverged_at}"
             else:
                 state = f"at bound ({rec.trend})" if rec.finished else f"training ({rec.trend})"
+                at_bound += [name] if rec.finished else []
             val = f"{rec.val_mse[-1]:.4f} ± {rec.val_se[-1]:.4f}" if rec.val_mse else "-"
             last = " ".join(f"{z:+.1f}" for z in rec.changes[-2:])
             print(f"  {name:48s} {rec.steps:7d} steps  val {val}  {state}  Δ/SE {last}")
+        if at_bound:
+            # a doubling repeats as many steps as the run has taken: at the same speed per step,
+            # it costs what the run has cost so far
+            next_h = sum(float(spent[n]) for n in at_bound) / 3600
+            print(
+                f"  one more doubling of its {len(at_bound)} run(s) at the bound: "
+                f"about {next_h:.2f} CPU-hours at their speed so far"
+            )
 
 
 @contextlib.contextmanager

@@ -397,10 +397,19 @@ def test_each_cohort_can_have_its_own_bound(tmp_path, monkeypatch, capsys):
     export = ["export", "tiny", *folder, "--out", str(out)]
     with pytest.raises(SystemExit, match="b: 1 run.* past the bound 4"):
         main([*export, "--max-steps", "4"])
+    # CPU time as if the runs had been long: a's run 1.5 h, b's 1 h (b is past the bound: not priced)
+    for name, seconds in (("a", 5400.0), ("b", 3600.0)):
+        saved = torch.load(tmp_path / f"tiny_{name}.pt", weights_only=False)
+        saved["trainer"]["cpu_seconds"] = np.full_like(saved["trainer"]["cpu_seconds"], seconds)
+        torch.save(saved, tmp_path / f"tiny_{name}.pt")
     main(["status", "tiny", *folder, "--max-steps", "4"])  # says what that export refuses
     lines = capsys.readouterr().out.splitlines()
     assert sum("at bound" in line for line in lines) == 1
     assert sum("trained past the bound, to 8 steps" in line for line in lines) == 1
+    # another doubling of the run at the bound costs what it has cost so far
+    assert [line.strip() for line in lines if "one more doubling" in line] == [
+        "one more doubling of its 1 run(s) at the bound: about 1.50 CPU-hours at their speed so far"
+    ]
     main([*export, "--max-steps", "4", "b=8"])
     runs = {r.spec.seed: r for r in studies.load_study("tiny", path=out).values()}
     assert {s: (r.steps, r.status) for s, r in runs.items()} == {
